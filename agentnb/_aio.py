@@ -1,0 +1,132 @@
+"""The only module that touches event loops.
+
+agentnb writes every operation once, as a coroutine, and offers a sync twin that calls
+:func:`run_sync`. A sync call must return a value — never a coroutine — in three places:
+
+* a script or pytest, where no loop runs in this thread: the coroutine runs on a
+  long-lived :class:`asyncio.Runner` owned by the thread, so async generators and other
+  loop-bound objects survive between calls, and Ctrl-C cancels the running task (the run
+  is recorded ``cancelled``) before ``KeyboardInterrupt`` propagates;
+* a Jupyter kernel (or any code already inside a running loop): the coroutine is handed to
+  one background thread with its own loop, and the caller's thread waits. Blocking the
+  kernel's loop for the duration is what a sync call means; an interrupt (the notebook's
+  stop button) cancels the task there, waits for it to record the cancellation, then
+  re-raises ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_local = threading.local()
+_background_lock = threading.Lock()
+_background: _BackgroundLoop | None = None
+
+
+class _BackgroundLoop:
+    """One daemon thread running an event loop, for sync calls made inside a running loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="agentnb-loop", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            # Cancel the task in its own loop and let it finish recording the cancellation.
+            self.loop.call_soon_threadsafe(future.cancel)
+            with contextlib.suppress(concurrent.futures.CancelledError, Exception):
+                future.result(timeout=30)
+            raise
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def _get_background() -> _BackgroundLoop:
+    global _background
+    with _background_lock:
+        if _background is None:
+            _background = _BackgroundLoop()
+            atexit.register(_background.close)
+        return _background
+
+
+def _thread_runner() -> asyncio.Runner:
+    runner: asyncio.Runner | None = getattr(_local, "runner", None)
+    if runner is None:
+        runner = asyncio.Runner()
+        _local.runner = runner
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(runner.close)
+    return runner
+
+
+def in_running_loop() -> bool:
+    """True when this thread is inside a running event loop (e.g. a Jupyter kernel)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code and return its result.
+
+    Works in scripts, in pytest and inside a running Jupyter kernel.
+    """
+    if not in_running_loop():
+        return _thread_runner().run(coro)
+    if threading.current_thread() is getattr(_background, "thread", None):
+        # A sync call from code already running on the background loop (a sync node calling
+        # a sync API): that loop cannot wait on itself, so use a short-lived thread.
+        return _run_in_new_thread(coro)
+    return _get_background().run(coro)
+
+
+def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentnb-nested") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator from synchronous code, one :func:`run_sync` per item.
+
+    Closing the returned generator early closes ``agen`` too, so its cleanup runs.
+    """
+
+    async def next_item() -> tuple[bool, T | None]:
+        try:
+            return True, await agen.__anext__()
+        except StopAsyncIteration:
+            return False, None
+
+    finished = False
+    try:
+        while True:
+            more, item = run_sync(next_item())
+            if not more:
+                finished = True
+                return
+            yield item  # type: ignore[misc]
+    finally:
+        aclose = getattr(agen, "aclose", None)
+        if not finished and aclose is not None:
+            run_sync(aclose())

@@ -1,0 +1,68 @@
+"""JSON encoding for everything agentnb stores: strict, compact, with the bad key path.
+
+Standard library only; shared by the state, the checkpointers and the state machines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from agentnb.errors import InvalidState
+
+__all__ = ["check", "dumps", "loads"]
+
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_decoder = json.JSONDecoder()
+
+
+def dumps(value: Any, *, root: str = "state") -> str:
+    """Encode ``value`` as compact JSON, or raise :class:`InvalidState` naming the bad path."""
+    try:
+        return _encoder.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        path, reason = _find_problem(value, root)
+        raise InvalidState(path, reason) from None
+
+
+def loads(text: str) -> Any:
+    """Decode JSON produced by :func:`dumps`."""
+    return _decoder.decode(text)
+
+
+def check(value: Any, *, root: str) -> None:
+    """Raise :class:`InvalidState` unless ``value`` round-trips through JSON.
+
+    Stricter than :func:`dumps`: it also refuses non-string dict keys, which JSON would
+    silently turn into strings.
+    """
+    dumps(value, root=root)
+    problem = _find_problem(value, root, keys_only=True)
+    if problem is not None:
+        raise InvalidState(*problem)
+
+
+def _find_problem(value: Any, path: str, *, keys_only: bool = False) -> Any:
+    """Walk ``value`` and return ``(path, reason)`` for the first non-JSON value found."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > 200:
+            return where, "nested more than 200 levels deep"
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return where, f"key {key!r} is a {type(key).__name__}, not a str"
+                stack.append((child, f"{where}[{key!r}]", depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+        elif keys_only:
+            continue
+        elif isinstance(item, float) and not math.isfinite(item):
+            return where, f"{item!r} is not a finite number (JSON has no NaN or Infinity)"
+        elif not isinstance(item, str | int | float | bool) and item is not None:
+            return where, f"a {type(item).__module__}.{type(item).__qualname__} is not JSON"
+    if keys_only:
+        return None
+    return path, "cannot be encoded as JSON"

@@ -1,0 +1,344 @@
+"""Every exception agentnb raises.
+
+One root, branches by what the caller does next. Each error keeps its data in
+attributes and builds its message from them: the fact first, then the fix.
+
+::
+
+    AgentnbError
+    ├── DefinitionError            the graph or machine definition is wrong: fix the code
+    │   ├── SchemaError            a JSON/YAML definition is invalid (``problems`` with JSON paths)
+    │   └── IncompatibleWorkflow   a stored run does not fit the workflow trying to drive it
+    ├── InvalidState               a state value cannot be stored as JSON (``path`` says where)
+    ├── RunError                   something happened to a run
+    │   ├── NodeFailed             a node raised; ``__cause__`` is the original exception
+    │   ├── RoutingError           a router failed or returned an undeclared target
+    │   ├── StepBudgetExhausted    the run hit ``max_steps``
+    │   ├── RunNotFound            no run with that id in this store
+    │   ├── RunBusy                another worker holds the run's lease
+    │   ├── LeaseLost              this worker was fenced out by a newer owner
+    │   └── RunNotActive           the run cannot be driven in its current status
+    ├── DecisionError              an approval or rejection was refused
+    │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
+    │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
+    │   └── StaleApproval          the approver saw a state that has changed since
+    ├── TransitionNotAllowed       a state machine got an event it does not accept now
+    ├── StoreError                 the checkpoint database cannot be used
+    │   └── SchemaVersionError     the database was written by a newer agentnb
+    └── MissingDependency          an optional extra is not installed (``pip install ...``)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "AgentnbError",
+    "ApprovalNotPending",
+    "DecisionError",
+    "DefinitionError",
+    "IncompatibleWorkflow",
+    "InvalidDecision",
+    "InvalidState",
+    "LeaseLost",
+    "MissingDependency",
+    "NodeFailed",
+    "RoutingError",
+    "RunBusy",
+    "RunError",
+    "RunNotActive",
+    "RunNotFound",
+    "SchemaError",
+    "SchemaProblem",
+    "SchemaVersionError",
+    "StaleApproval",
+    "StepBudgetExhausted",
+    "StoreError",
+    "TransitionNotAllowed",
+]
+
+
+class AgentnbError(Exception):
+    """Root of every error raised by agentnb."""
+
+
+# -- definitions -------------------------------------------------------------------------
+
+
+class DefinitionError(AgentnbError):
+    """A workflow or state-machine definition is invalid.
+
+    Attributes:
+        culprit: the node, edge or state at fault (``None`` when the whole definition is).
+        fix: what to change.
+    """
+
+    def __init__(self, problem: str, *, culprit: str | None = None, fix: str = "") -> None:
+        self.problem = problem
+        self.culprit = culprit
+        self.fix = fix
+        super().__init__(f"{problem}. {fix}" if fix else problem)
+
+
+class SchemaProblem:
+    """One problem found in a JSON/YAML definition, at a JSON path like ``$.states[2]``."""
+
+    __slots__ = ("fix", "message", "path")
+
+    def __init__(self, path: str, message: str, fix: str = "") -> None:
+        self.path = path
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" + (f" ({self.fix})" if self.fix else "")
+
+    def __repr__(self) -> str:
+        return f"SchemaProblem({self.path!r}, {self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SchemaProblem) and (self.path, self.message, self.fix) == (
+            other.path,
+            other.message,
+            other.fix,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.message, self.fix))
+
+
+class SchemaError(DefinitionError):
+    """A JSON/YAML definition is invalid; ``problems`` lists every problem found at once."""
+
+    def __init__(self, problems: Sequence[SchemaProblem], *, source: str | None = None) -> None:
+        self.problems = list(problems)
+        self.source = source
+        where = f" in {source}" if source else ""
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        count = len(self.problems)
+        super().__init__(
+            f"{count} problem{'s' if count != 1 else ''}{where}:\n{lines}",
+            culprit=source,
+        )
+        # The message above already carries every fix; keep str() free of a trailing fix.
+        self.args = (f"{count} problem{'s' if count != 1 else ''}{where}:\n{lines}",)
+
+
+class IncompatibleWorkflow(DefinitionError):
+    """A stored run was made by a workflow of a different shape than the one resuming it."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        super().__init__(
+            f"run {run_id!r} cannot be driven by this workflow: {reason}",
+            culprit=run_id,
+            fix="Rebuild the workflow with the same nodes, edges and interrupts as when the "
+            "run started, or start a new run.",
+        )
+
+
+# -- state -------------------------------------------------------------------------------
+
+
+class InvalidState(AgentnbError):
+    """A value in the state (or a delta) cannot be stored as JSON.
+
+    Attributes:
+        path: where the value sits, e.g. ``state['items'][2]['when']``.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{path}: {reason}. State is saved as JSON: use str, int, float, bool, None, "
+            "lists and dicts with str keys (convert dates with .isoformat(), sets with list())."
+        )
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+class RunError(AgentnbError):
+    """Something happened to a run. ``run_id`` names it."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        super().__init__(message)
+
+
+class NodeFailed(RunError):
+    """A node raised. The run is ``failed``; the original exception is ``__cause__``."""
+
+    def __init__(self, run_id: str, node: str, step: int, error: BaseException) -> None:
+        self.node = node
+        self.step = step
+        self.error = error
+        super().__init__(
+            f"node {node!r} failed at step {step} of run {run_id!r}: "
+            f"{type(error).__name__}: {error}",
+            run_id=run_id,
+        )
+
+
+class RoutingError(RunError):
+    """A router raised or returned a target that its edge did not declare."""
+
+    def __init__(self, run_id: str, node: str, message: str) -> None:
+        self.node = node
+        super().__init__(f"routing after {node!r} in run {run_id!r}: {message}", run_id=run_id)
+
+
+class StepBudgetExhausted(RunError):
+    """The run executed ``max_steps`` nodes without finishing."""
+
+    def __init__(self, run_id: str, max_steps: int, node: str) -> None:
+        self.max_steps = max_steps
+        self.node = node
+        super().__init__(
+            f"step budget exhausted: run {run_id!r} executed max_steps={max_steps} nodes and "
+            f"was about to run {node!r}. Look for a loop that never exits, or compile with a "
+            "larger max_steps.",
+            run_id=run_id,
+        )
+
+
+class RunNotFound(RunError):
+    """No run with this id exists in the store."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"no run {run_id!r} in this store. List runs with `agentnb runs --db PATH`.",
+            run_id=run_id,
+        )
+
+
+class RunBusy(RunError):
+    """Another worker is driving the run (it holds an unexpired lease)."""
+
+    def __init__(self, run_id: str, owner: str, expires_at: float) -> None:
+        self.owner = owner
+        self.expires_at = expires_at
+        super().__init__(
+            f"run {run_id!r} is being driven by {owner}; its lease expires at "
+            f"{expires_at:.3f} (epoch seconds). Wait for it, or attach after it expires.",
+            run_id=run_id,
+        )
+
+
+class LeaseLost(RunError):
+    """This worker's lease was taken over; its writes are refused (fencing)."""
+
+    def __init__(self, run_id: str, fence: int) -> None:
+        self.fence = fence
+        super().__init__(
+            f"lost the lease on run {run_id!r} (fence {fence}): another worker took it over, "
+            "so this worker's step was not saved. Re-attach to see the run's current state.",
+            run_id=run_id,
+        )
+
+
+class RunNotActive(RunError):
+    """The run cannot be driven in its current status (e.g. it is pending or finished)."""
+
+    def __init__(self, run_id: str, status: str, hint: str) -> None:
+        self.status = status
+        super().__init__(f"run {run_id!r} is {status}: {hint}", run_id=run_id)
+
+
+# -- decisions ---------------------------------------------------------------------------
+
+
+class DecisionError(AgentnbError):
+    """An approval or rejection was refused; nothing was changed."""
+
+
+class InvalidDecision(DecisionError):
+    """The decision is not one of ``approved``/``rejected``, or lacks an approver."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class ApprovalNotPending(DecisionError):
+    """The run exists but is not waiting for a decision (already decided, or never paused)."""
+
+    def __init__(self, run_id: str, status: str, decided_by: str | None = None) -> None:
+        self.run_id = run_id
+        self.status = status
+        self.decided_by = decided_by
+        by = f" (decided by {decided_by})" if decided_by else ""
+        super().__init__(
+            f"run {run_id!r} is not pending approval: its status is {status!r}{by}. "
+            "A decision is taken once; check `agentnb show RUN` for who decided."
+        )
+
+
+class StaleApproval(DecisionError):
+    """The approver saw a pending state whose digest no longer matches the run's."""
+
+    def __init__(self, run_id: str, expected: str, actual: str) -> None:
+        self.run_id = run_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"run {run_id!r} changed since it was shown: the approver saw digest "
+            f"{expected[:12]}…, the pending state is now {actual[:12]}…. Review it again."
+        )
+
+
+# -- state machines ----------------------------------------------------------------------
+
+
+class TransitionNotAllowed(AgentnbError):
+    """A state machine received an event it does not accept in its current state."""
+
+    def __init__(self, event: str, state: str, allowed: Sequence[str]) -> None:
+        self.event = event
+        self.state = state
+        self.allowed = list(allowed)
+        allowed_text = ", ".join(repr(a) for a in self.allowed) or "none (final state)"
+        super().__init__(
+            f"event {event!r} is not allowed in state {state!r}. Allowed now: {allowed_text}."
+        )
+
+
+# -- storage and environment -------------------------------------------------------------
+
+
+class StoreError(AgentnbError):
+    """The checkpoint store cannot be used (closed, corrupt, unreachable)."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was created by a newer agentnb than this one."""
+
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        self.path = path
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"{path} has schema version {found}, but this agentnb understands up to "
+            f"{supported}. Upgrade agentnb (pip install -U agentnb) to open it."
+        )
+
+
+class MissingDependency(AgentnbError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        self.purpose = purpose
+        super().__init__(
+            f"{package} is needed for {purpose} but is not installed. "
+            f'Install it with: pip install "agentnb[{extra}]"'
+        )
+
+
+def describe(error: BaseException) -> dict[str, Any]:
+    """A JSON-ready description of an exception, as stored in ``failed`` events."""
+    return {"type": type(error).__name__, "message": str(error)}

@@ -1,0 +1,52 @@
+"""Workflow state: a JSON dict, changed only through deltas merged by reducers.
+
+A node returns a *delta* (a dict of changed keys). Each key is merged by its reducer:
+``messages`` appends by default, every other key replaces, and a graph can register its
+own reducer per key (``StateGraph(reducers={"total": operator.add})``).
+
+State is stored as JSON, so the runtime checks every delta before anything is saved and
+names the offending key path. Nodes always receive a fresh copy decoded from the stored
+JSON: they cannot change the run's state behind the runtime's back, and what a node sees
+in a live process is exactly what it would see after a restart (tuples arrive as lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "DEFAULT_REDUCERS",
+    "Reducer",
+    "append",
+    "apply_delta",
+    "replace",
+]
+
+Reducer = Callable[[Any, Any], Any]
+"""``reducer(current, new) -> merged``; ``current`` is ``None`` when the key is unset."""
+
+
+def replace(current: Any, new: Any) -> Any:
+    """The default reducer: the new value replaces the old one."""
+    return new
+
+
+def append(current: Any, new: Any) -> Any:
+    """Append a list (or one item) to the current list; the reducer of ``messages``."""
+    items = list(new) if isinstance(new, list | tuple) else [new]
+    return [*current, *items] if current else items
+
+
+DEFAULT_REDUCERS: Mapping[str, Reducer] = {"messages": append}
+
+
+def apply_delta(
+    state: dict[str, Any], delta: Mapping[str, Any], reducers: Mapping[str, Reducer]
+) -> dict[str, Any]:
+    """Return a new state with ``delta`` merged into ``state`` by each key's reducer."""
+    merged = dict(state)
+    for key, value in delta.items():
+        reducer = reducers.get(key, replace)
+        merged[key] = value if reducer is replace else reducer(state.get(key), value)
+    return merged

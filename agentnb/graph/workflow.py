@@ -1,0 +1,299 @@
+"""``Workflow``: a validated, runnable graph bound to a checkpointer.
+
+Routing lives here and is a pure function of ``(node, state)``. Driving runs lives in
+:mod:`agentnb.graph.run`; the methods below are the entry points people call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agentnb._aio import iterate_sync, run_sync
+from agentnb._json import dumps
+from agentnb.errors import DefinitionError, RoutingError
+from agentnb.graph.builder import END, Branch, NodeSpec, StateGraph
+from agentnb.graph.state import Reducer
+from agentnb.store.base import Checkpointer, check_decision
+from agentnb.store.records import Event, RunRecord, Status
+
+if TYPE_CHECKING:
+    from agentnb.graph.run import Run
+
+__all__ = ["Workflow"]
+
+
+class Workflow:
+    """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``."""
+
+    def __init__(
+        self,
+        graph: StateGraph,
+        checkpointer: Checkpointer | None,
+        *,
+        max_steps: int,
+        lease_seconds: float,
+    ) -> None:
+        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
+            raise DefinitionError(
+                f"max_steps must be a positive int, not {max_steps!r}",
+                culprit="max_steps",
+                fix="Pass the most nodes one run may execute, e.g. max_steps=25.",
+            )
+        if lease_seconds <= 0:
+            raise DefinitionError(
+                f"lease_seconds must be positive, not {lease_seconds!r}", culprit="lease_seconds"
+            )
+        self.name = graph.name
+        self.nodes: Mapping[str, NodeSpec] = dict(graph.nodes)
+        self.edges: Mapping[str, str] = dict(graph.edges)
+        self.branches: Mapping[str, Branch] = dict(graph.branches)
+        self.interrupts_before = frozenset(graph.interrupts_before)
+        self.interrupts_after = frozenset(graph.interrupts_after)
+        self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
+        self.max_steps = max_steps
+        self.lease_seconds = float(lease_seconds)
+        self.entry = _validate(graph)
+        self.shape = _shape_digest(self)
+        if checkpointer is None:
+            from agentnb.store.memory import MemoryCheckpointer
+
+            checkpointer = MemoryCheckpointer()
+        self.checkpointer = checkpointer
+
+    def __repr__(self) -> str:
+        return (
+            f"<Workflow {self.name!r}: {len(self.nodes)} nodes, entry {self.entry!r}, "
+            f"max_steps={self.max_steps}>"
+        )
+
+    # -- routing (pure) ------------------------------------------------------------------
+
+    def successors(self, node: str) -> list[str]:
+        """Every node (or ``END``) that can follow ``node``, in declaration order."""
+        branch = self.branches.get(node)
+        if branch is not None:
+            return list(dict.fromkeys(branch.targets.values()))
+        return [self.edges.get(node, END)]
+
+    def route(self, node: str, state: dict[str, Any], *, run_id: str = "?") -> str:
+        """The node that follows ``node`` when the state is ``state``.
+
+        Raises:
+            RoutingError: the router raised, or returned an outcome it did not declare.
+        """
+        branch = self.branches.get(node)
+        if branch is None:
+            return self.edges.get(node, END)
+        try:
+            outcome = branch.router(state)
+        except Exception as exc:
+            raise RoutingError(
+                run_id, node, f"the router raised {type(exc).__name__}: {exc}"
+            ) from exc
+        target = branch.targets.get(outcome) if isinstance(outcome, str) else None
+        if target is None:
+            declared = ", ".join(repr(t) for t in branch.targets)
+            raise RoutingError(
+                run_id,
+                node,
+                f"the router returned {outcome!r}, which is not a declared target "
+                f"({declared}). Declare it in add_conditional_edge(..., targets) or fix "
+                "the router",
+            )
+        return target
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def start(self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Run:
+        """Create a run at the entry point without executing anything; returns its handle.
+
+        Step it with ``run.step()`` or finish it with ``run.run()``.
+        """
+        from agentnb.graph.run import Run
+
+        return Run._create(self, dict(state or {}), run_id)
+
+    def attach(self, run_id: str) -> Run:
+        """Re-attach to an existing run (after a restart, or from another kernel).
+
+        Raises:
+            RunNotFound: no such run in this workflow's checkpointer.
+            IncompatibleWorkflow: the run was made by a workflow of another shape.
+        """
+        from agentnb.graph.run import Run
+
+        return Run._attach(self, run_id)
+
+    def runs(self, status: Status | str | None = None) -> list[RunRecord]:
+        """This workflow's runs in its checkpointer, newest first."""
+        return [r for r in self.checkpointer.list_runs(status) if r.graph == self.name]
+
+    async def astream(
+        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Start a run and yield its events until it pauses for approval or ends."""
+        run = self.start(state, run_id=run_id)
+        for event in run.events:
+            yield event
+        async for event in run.astream():
+            yield event
+
+    def stream(
+        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> Iterator[Event]:
+        """Sync twin of :meth:`astream`."""
+        return iterate_sync(self.astream(state, run_id=run_id))
+
+    def aresume(
+        self,
+        run_id: str,
+        decision: str,
+        *,
+        approver: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Decide a pending run, then (if approved) continue it; yields the events.
+
+        The decision is validated at once; it is recorded when iteration starts.
+        An approval covers the paused boundary only: later interrupts pause again.
+        """
+        check_decision(decision, approver)
+        return self._aresume(run_id, decision, approver, comment, expected_digest)
+
+    async def _aresume(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+    ) -> AsyncIterator[Event]:
+        run = self.attach(run_id)
+        seen = run.record.seq
+        run.decide(decision, by=approver, comment=comment, expected_digest=expected_digest)
+        for event in self.checkpointer.events(run_id, after=seen):
+            yield event
+        if decision == "approved":
+            async for event in run.astream():
+                yield event
+
+    def resume(
+        self,
+        run_id: str,
+        decision: str,
+        *,
+        approver: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Iterator[Event]:
+        """Sync twin of :meth:`aresume`; the decision is recorded before this returns."""
+        check_decision(decision, approver)
+        run = self.attach(run_id)
+        seen = run.record.seq
+        run.decide(decision, by=approver, comment=comment, expected_digest=expected_digest)
+        decided = self.checkpointer.events(run_id, after=seen)
+
+        async def follow() -> AsyncIterator[Event]:
+            for event in decided:
+                yield event
+            if decision == "approved":
+                async for event in run.astream():
+                    yield event
+
+        return iterate_sync(follow())
+
+    def invoke(self, state: Mapping[str, Any] | None = None) -> Run:
+        """Start a run and drive it until it pauses or ends; returns the run."""
+        return run_sync(self.ainvoke(state))
+
+    async def ainvoke(self, state: Mapping[str, Any] | None = None) -> Run:
+        """Async twin of :meth:`invoke`."""
+        run = self.start(state)
+        await run.arun()
+        return run
+
+
+def _validate(graph: StateGraph) -> str:
+    """Check the graph's structure; return the entry node."""
+    nodes = graph.nodes
+    if not nodes:
+        raise DefinitionError("the graph has no nodes", fix="Add one with add_node(name, fn).")
+    entry = graph.entry
+    if entry is None:
+        raise DefinitionError(
+            "the graph has no entry point",
+            fix=f"Call set_entry_point({next(iter(nodes))!r}) (or the node runs start at).",
+        )
+    if entry not in nodes:
+        raise DefinitionError(
+            f"the entry point {entry!r} is not a node",
+            culprit=entry,
+            fix=f"Add it with add_node({entry!r}, fn) or enter at one of {sorted(nodes)}.",
+        )
+
+    def known(name: str, where: str, *, end_ok: bool = True) -> None:
+        if name not in nodes and not (end_ok and name == END):
+            raise DefinitionError(
+                f"{where} names {name!r}, which is not a node",
+                culprit=name,
+                fix=f"Add it with add_node({name!r}, fn), or use one of {sorted(nodes)}"
+                + (" or END." if end_ok else "."),
+            )
+
+    for source, target in graph.edges.items():
+        known(source, f"the edge {source!r} -> {target!r}", end_ok=False)
+        known(target, f"the edge {source!r} -> {target!r}")
+        if source in graph.branches:
+            raise DefinitionError(
+                f"node {source!r} has both a plain edge (to {target!r}) and a conditional edge",
+                culprit=source,
+                fix="Keep one: a conditional edge can include the plain target as an outcome.",
+            )
+    for source, branch in graph.branches.items():
+        known(source, f"a conditional edge from {source!r}", end_ok=False)
+        for outcome, target in branch.targets.items():
+            known(target, f"the conditional edge {source!r} -[{outcome}]->")
+    for kind, names in (("before", graph.interrupts_before), ("after", graph.interrupts_after)):
+        for name in sorted(names):
+            if name not in nodes:
+                raise DefinitionError(
+                    f"add_interrupt_{kind}({name!r}) names a node that does not exist",
+                    culprit=name,
+                    fix=f"Use one of {sorted(nodes)}.",
+                )
+
+    seen = {entry}
+    frontier = [entry]
+    while frontier:
+        node = frontier.pop()
+        fork = graph.branches.get(node)
+        following = fork.targets.values() if fork else [graph.edges.get(node, END)]
+        for nxt in following:
+            if nxt != END and nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    unreachable = [n for n in nodes if n not in seen]
+    if unreachable:
+        raise DefinitionError(
+            f"node{'s' if len(unreachable) > 1 else ''} {', '.join(map(repr, unreachable))} "
+            f"cannot be reached from the entry point {entry!r}",
+            culprit=unreachable[0],
+            fix="Add an edge that leads there, or remove the node.",
+        )
+    return entry
+
+
+def _shape_digest(wf: Workflow) -> str:
+    """A fingerprint of what a stored run depends on: nodes, edges, branches, interrupts."""
+    shape = {
+        "entry": wf.entry,
+        "nodes": sorted(wf.nodes),
+        "edges": sorted(wf.edges.items()),
+        "branches": {s: sorted(b.targets.items()) for s, b in sorted(wf.branches.items())},
+        "before": sorted(wf.interrupts_before),
+        "after": sorted(wf.interrupts_after),
+    }
+    return hashlib.sha256(dumps(shape).encode()).hexdigest()[:16]

@@ -1,0 +1,240 @@
+"""The checkpointer contract every backend implements, and the shared rules they follow.
+
+A checkpointer keeps, per run: one row (status, position, lease), every step's checkpoint
+(so a run can be inspected at any past step), the event log, and an append-only audit of
+decisions that includes refused attempts. All writes for one step — checkpoint, events and
+the run row — happen in one transaction, so any process reading the store sees a step
+completely or not at all.
+
+Two invariants are decided by the database, never by a process's memory:
+
+* **one worker drives a run at a time** — :meth:`Checkpointer.acquire` takes a lease with an
+  expiry and bumps the run's *fence*; every later write names that fence and is refused
+  (:class:`~agentnb.errors.LeaseLost`) once another worker has taken over;
+* **a pending run is decided exactly once** — :meth:`Checkpointer.decide` is a conditional
+  update of the pending row; the loser of a race gets
+  :class:`~agentnb.errors.ApprovalNotPending` and its attempt is audited.
+
+The contract is synchronous: SQLite is, and a step's write is short. The runtime calls it
+from its async code directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from agentnb._json import dumps
+from agentnb.errors import InvalidDecision
+from agentnb.store.records import DECISIONS, Checkpoint, Decision, Event, RunRecord, Status
+
+__all__ = [
+    "CheckpointWrite",
+    "Checkpointer",
+    "StepCommit",
+    "check_decision",
+    "new_owner",
+    "owner_is_dead",
+    "pending_digest",
+]
+
+DEFAULT_LEASE_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointWrite:
+    """A checkpoint to save: the state (already JSON) after ``step`` nodes, and the next node."""
+
+    step: int
+    node: str
+    state_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommit:
+    """Everything one step changes, written in one transaction by :meth:`Checkpointer.commit`."""
+
+    status: Status
+    node: str
+    step: int
+    events: Sequence[Event]
+    checkpoint: CheckpointWrite | None = None
+    error: dict[str, Any] | None = None
+    pending_digest: str | None = None
+    release: bool = False
+    """Give up the lease with this write (the worker stops driving the run)."""
+
+
+def check_decision(decision: str, approver: str) -> None:
+    """Refuse a malformed decision before anything touches storage."""
+    if decision not in DECISIONS:
+        raise InvalidDecision(
+            f"decision must be 'approved' or 'rejected', not {decision!r}; "
+            "nothing was changed (an unknown decision is never taken as an approval)"
+        )
+    if not isinstance(approver, str) or not approver.strip():
+        raise InvalidDecision(
+            "a decision needs the approver's name (approver=... / --as NAME) for the audit"
+        )
+
+
+def pending_digest(run_id: str, node: str, step: int, state_json: str) -> str:
+    """The digest of what an approver is shown: run, paused node, step and state.
+
+    An approval that carries this digest is refused if the pending state has changed.
+    """
+    text = dumps([run_id, node, step]) + state_json
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_HOST = socket.gethostname()
+
+
+def new_owner() -> str:
+    """A lease owner id: ``host:pid:random`` (host and pid let a dead owner be recognised)."""
+    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """True when ``owner`` names a process on this host that no longer exists.
+
+    Lets a restarted kernel take over its own run at once instead of waiting for the lease
+    to expire. Owners on other hosts are only ever released by expiry.
+    """
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+class Checkpointer(ABC):
+    """Where runs, checkpoints, events and decisions live. Use it as a context manager."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection. Further calls raise :class:`~agentnb.errors.StoreError`."""
+
+    # -- runs ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def create_run(
+        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+    ) -> None:
+        """Insert a new run with its first checkpoint and events; refuse an existing id."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run's row, or :class:`~agentnb.errors.RunNotFound`."""
+
+    @abstractmethod
+    def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
+        """Runs, newest first, optionally only those with ``status``."""
+
+    # -- driving -------------------------------------------------------------------------
+
+    @abstractmethod
+    def acquire(
+        self, run_id: str, owner: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> RunRecord:
+        """Take the run's lease for ``owner`` and return the row with its new fence.
+
+        Succeeds when the lease is free, expired, already ``owner``'s, or held by a dead
+        process on this host; otherwise raises :class:`~agentnb.errors.RunBusy`.
+        """
+
+    @abstractmethod
+    def commit(
+        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
+    ) -> RunRecord:
+        """Apply one step atomically if ``fence`` still owns the run; else ``LeaseLost``.
+
+        Renews the lease for ``lease_seconds`` unless ``change.release``.
+        """
+
+    @abstractmethod
+    def release(self, run_id: str, fence: int) -> None:
+        """Give up the lease if ``fence`` still holds it (a no-op otherwise)."""
+
+    # -- decisions -----------------------------------------------------------------------
+
+    @abstractmethod
+    def decide(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        *,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Decide a pending run exactly once, and audit the attempt either way.
+
+        ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
+        it. Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
+        :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`
+        or :class:`~agentnb.errors.StaleApproval` (both audited as refused).
+        """
+
+    # -- reading -------------------------------------------------------------------------
+
+    @abstractmethod
+    def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
+        """The checkpoint after ``step`` nodes (default: the latest)."""
+
+    @abstractmethod
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """Every checkpoint of the run, oldest first."""
+
+    @abstractmethod
+    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        """The run's events with ``seq > after``, in order."""
+
+    @abstractmethod
+    def decisions(self, run_id: str | None = None) -> list[Decision]:
+        """The decision audit (accepted and refused), oldest first."""
+
+    def run_status(self, run_id: str) -> Status:
+        """Shortcut for ``get_run(run_id).status``."""
+        return self.get_run(run_id).status
+
+
+def decision_status(decision: str) -> Status:
+    return Status.APPROVED if decision == "approved" else Status.REJECTED

@@ -1,0 +1,218 @@
+"""``MemoryCheckpointer``: the contract in a dict, for tests, teaching and throwaway runs.
+
+It keeps the same rules as the SQLite backend — leases with fencing, exactly-once
+decisions, an audit of refused attempts — within one process. State is kept as JSON text,
+so what comes back is a fresh copy, exactly as from a database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Sequence
+
+from agentnb._json import loads
+from agentnb.errors import (
+    ApprovalNotPending,
+    RunBusy,
+    RunNotFound,
+    StaleApproval,
+    StoreError,
+)
+from agentnb.store.base import (
+    Checkpointer,
+    CheckpointWrite,
+    StepCommit,
+    check_decision,
+    decision_status,
+    owner_is_dead,
+)
+from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
+
+__all__ = ["MemoryCheckpointer"]
+
+
+class MemoryCheckpointer(Checkpointer):
+    """Runs kept in this process's memory; gone when it exits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._runs: dict[str, RunRecord] = {}
+        self._checkpoints: dict[str, dict[int, tuple[str, str, float]]] = {}
+        self._events: dict[str, list[Event]] = {}
+        self._decisions: list[Decision] = []
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<MemoryCheckpointer: {len(self._runs)} runs>"
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("this MemoryCheckpointer is closed; create a new one")
+
+    def _get(self, run_id: str) -> RunRecord:
+        self._check_open()
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            raise RunNotFound(run_id) from None
+
+    def create_run(
+        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+    ) -> None:
+        with self._lock:
+            self._check_open()
+            if run.run_id in self._runs:
+                raise StoreError(f"a run with id {run.run_id!r} already exists; pick a new id")
+            self._runs[run.run_id] = run
+            self._checkpoints[run.run_id] = {
+                checkpoint.step: (checkpoint.node, checkpoint.state_json, run.created_at)
+            }
+            self._events[run.run_id] = list(events)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._lock:
+            return self._get(run_id)
+
+    def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
+        with self._lock:
+            self._check_open()
+            runs = [r for r in self._runs.values() if status is None or r.status == status]
+        return sorted(runs, key=lambda r: r.created_at, reverse=True)
+
+    def acquire(self, run_id: str, owner: str, *, lease_seconds: float = 30.0) -> RunRecord:
+        with self._lock:
+            run = self._get(run_id)
+            now = time.time()
+            held = run.lease_owner not in (None, owner)
+            if held and (run.lease_expires or 0) > now and not owner_is_dead(run.lease_owner):
+                raise RunBusy(run_id, run.lease_owner or "?", run.lease_expires or now)
+            run = dataclasses.replace(
+                run, lease_owner=owner, lease_expires=now + lease_seconds, fence=run.fence + 1
+            )
+            self._runs[run_id] = run
+            return run
+
+    def commit(
+        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
+    ) -> RunRecord:
+        from agentnb.errors import LeaseLost
+
+        with self._lock:
+            run = self._get(run_id)
+            if run.fence != fence or run.lease_owner is None:
+                raise LeaseLost(run_id, fence)
+            now = time.time()
+            if change.checkpoint is not None:
+                cp = change.checkpoint
+                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now)
+            self._events[run_id].extend(change.events)
+            run = dataclasses.replace(
+                run,
+                status=change.status,
+                node=change.node,
+                step=change.step,
+                seq=change.events[-1].seq if change.events else run.seq,
+                updated_at=now,
+                error=change.error,
+                pending_digest=change.pending_digest,
+                lease_owner=None if change.release else run.lease_owner,
+                lease_expires=None if change.release else now + lease_seconds,
+            )
+            self._runs[run_id] = run
+            return run
+
+    def release(self, run_id: str, fence: int) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            if run.fence == fence:
+                self._runs[run_id] = dataclasses.replace(run, lease_owner=None, lease_expires=None)
+
+    def decide(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        *,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        check_decision(decision, approver)
+        with self._lock:
+            run = self._get(run_id)
+            now = time.time()
+
+            def audit(accepted: bool, reason: str | None) -> Decision:
+                record = Decision(
+                    id=len(self._decisions) + 1,
+                    run_id=run_id,
+                    node=run.node,
+                    step=run.step,
+                    decision=decision,
+                    approver=approver,
+                    comment=comment,
+                    digest_shown=expected_digest,
+                    pending_digest=run.pending_digest,
+                    accepted=accepted,
+                    reason=reason,
+                    at=now,
+                )
+                self._decisions.append(record)
+                return record
+
+            if run.status != Status.PENDING:
+                audit(False, f"not pending: {run.status}")
+                raise ApprovalNotPending(run_id, run.status, run.decided_by)
+            if expected_digest is not None and expected_digest != run.pending_digest:
+                audit(False, "stale: the pending state changed")
+                raise StaleApproval(run_id, expected_digest, run.pending_digest or "")
+            event = Event(
+                run_id=run_id,
+                seq=run.seq + 1,
+                step=run.step,
+                type=EventType.APPROVED if decision == "approved" else EventType.REJECTED,
+                node=run.node,
+                payload={"by": approver, "comment": comment, "digest": run.pending_digest},
+                at=now,
+            )
+            self._events[run_id].append(event)
+            self._runs[run_id] = dataclasses.replace(
+                run,
+                status=decision_status(decision),
+                seq=event.seq,
+                decided_by=approver,
+                decided_at=now,
+                updated_at=now,
+            )
+            return audit(True, None)
+
+    def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
+        with self._lock:
+            self._get(run_id)
+            saved = self._checkpoints[run_id]
+            at_step = max(saved) if step is None else step
+            if at_step not in saved:
+                raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
+            node, state_json, at = saved[at_step]
+        return Checkpoint(run_id, at_step, node, loads(state_json), at)
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        with self._lock:
+            self._get(run_id)
+            saved = sorted(self._checkpoints[run_id].items())
+        return [Checkpoint(run_id, s, node, loads(js), at) for s, (node, js, at) in saved]
+
+    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        with self._lock:
+            self._get(run_id)
+            events = [e for e in self._events[run_id] if e.seq > after]
+        return events if limit is None else events[:limit]
+
+    def decisions(self, run_id: str | None = None) -> list[Decision]:
+        with self._lock:
+            self._check_open()
+            return [d for d in self._decisions if run_id is None or d.run_id == run_id]

@@ -1,0 +1,145 @@
+"""The records a checkpointer stores and returns: frozen dataclasses, JSON payloads.
+
+Times are seconds since the epoch (UTC) as floats; ``at_iso`` gives a readable form.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "DECISIONS",
+    "Checkpoint",
+    "Decision",
+    "Event",
+    "EventType",
+    "RunRecord",
+    "Status",
+]
+
+
+class Status(StrEnum):
+    """Where a run stands. ``str(status)`` is the value stored in the database."""
+
+    RUNNING = "running"
+    """In progress: a worker may step it (``worker`` says whether one holds it now)."""
+    PENDING = "pending"
+    """Paused at an interrupt, waiting for a human to approve or reject."""
+    APPROVED = "approved"
+    """Approved and waiting for a worker with the workflow code to continue it."""
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    """Stopped by cancellation; the last checkpoint is intact, so it can be continued."""
+
+    @property
+    def finished(self) -> bool:
+        """True for statuses that nothing continues: completed, rejected, failed."""
+        return self in (Status.COMPLETED, Status.REJECTED, Status.FAILED)
+
+
+class EventType(StrEnum):
+    """The built-in event types. Nodes may emit their own types through ``ctx.emit``."""
+
+    RUN_STARTED = "run_started"
+    NODE_START = "node_start"
+    STATE_UPDATE = "state_update"
+    INTERRUPTED = "interrupted"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+DECISIONS = ("approved", "rejected")
+
+
+def _iso(at: float) -> str:
+    return _dt.datetime.fromtimestamp(at, _dt.UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened in a run, in order (``seq`` counts from 1 per run)."""
+
+    run_id: str
+    seq: int
+    step: int
+    type: str
+    node: str | None
+    payload: dict[str, Any]
+    at: float
+
+    @property
+    def at_iso(self) -> str:
+        return _iso(self.at)
+
+    def __str__(self) -> str:
+        node = f" {self.node}" if self.node else ""
+        return f"#{self.seq} step {self.step} {self.type}{node}"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The state of a run after ``step`` nodes, and the node that runs next."""
+
+    run_id: str
+    step: int
+    node: str
+    state: dict[str, Any]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run's row: status, position, and who (if anyone) is driving it."""
+
+    run_id: str
+    graph: str
+    shape: str
+    status: Status
+    node: str
+    step: int
+    seq: int
+    max_steps: int
+    created_at: float
+    updated_at: float
+    error: dict[str, Any] | None = None
+    pending_digest: str | None = None
+    decided_by: str | None = None
+    decided_at: float | None = None
+    lease_owner: str | None = None
+    lease_expires: float | None = None
+    fence: int = 0
+
+    @property
+    def worker(self) -> str | None:
+        """The worker holding the run's lease, if any (it may have expired)."""
+        return self.lease_owner
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One line of the approval audit: accepted decisions and refused attempts alike."""
+
+    id: int
+    run_id: str
+    node: str | None
+    step: int | None
+    decision: str
+    approver: str
+    comment: str | None
+    digest_shown: str | None
+    pending_digest: str | None
+    accepted: bool
+    reason: str | None
+    at: float = field(compare=False)
+
+    @property
+    def at_iso(self) -> str:
+        return _iso(self.at)
