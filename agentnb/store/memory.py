@@ -143,26 +143,32 @@ class MemoryCheckpointer(Checkpointer):
     ) -> Decision:
         check_decision(decision, approver)
         with self._lock:
-            run = self._get(run_id)
+            self._check_open()
+            found = self._runs.get(run_id)
             now = time.time()
 
             def audit(accepted: bool, reason: str | None) -> Decision:
                 record = Decision(
                     id=len(self._decisions) + 1,
                     run_id=run_id,
-                    node=run.node,
-                    step=run.step,
+                    node=found.node if found else None,
+                    step=found.step if found else None,
                     decision=decision,
                     approver=approver,
                     comment=comment,
                     digest_shown=expected_digest,
-                    pending_digest=run.pending_digest,
+                    pending_digest=found.pending_digest if found else None,
                     accepted=accepted,
                     reason=reason,
                     at=now,
                 )
                 self._decisions.append(record)
                 return record
+
+            if found is None:
+                audit(False, "unknown run")
+                raise RunNotFound(run_id)
+            run = found
 
             if run.status != Status.PENDING:
                 audit(False, f"not pending: {run.status}")

@@ -1,0 +1,58 @@
+# Two commands on a fresh Debian/Ubuntu machine with Python 3.11+:
+#   make demo   - set up .venv with the notebook extras and open JupyterLab on notebooks/
+#   make test   - set up .venv with the test tools, then lint, type-check and run the tests
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+ROOT   := $(shell id -u)
+
+.PHONY: demo test lint unit bench system-deps clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(VENV)/.notebook: pyproject.toml | $(PY)
+	$(PIP) install -e ".[notebook]"
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(PY)
+	$(PIP) install -e ".[dev]"
+	touch $@ $(VENV)/.notebook
+
+# System packages: Graphviz's `dot` draws the diagrams. Installed with apt-get when we are
+# root; otherwise we say what to install and carry on (diagrams fall back to text).
+system-deps:
+	@if ! command -v dot >/dev/null 2>&1; then \
+	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Graphviz with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	  else \
+	    echo "NOTE: Graphviz is not installed; run 'sudo apt-get install graphviz' for diagrams."; \
+	  fi; \
+	fi
+
+demo: $(VENV)/.notebook system-deps
+	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
+	  $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 \
+	    $$( [ "$(ROOT)" = "0" ] && echo --allow-root ); \
+	else \
+	  $(VENV)/bin/agentnb demo; \
+	fi
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check agentnb tests bench
+	$(VENV)/bin/ruff format --check agentnb tests bench
+	$(VENV)/bin/mypy agentnb
+
+unit: $(VENV)/.dev system-deps
+	$(PY) -m pytest
+
+test: lint unit
+
+bench: $(VENV)/.dev
+	$(PY) bench/bench_runtime.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,306 @@
+"""The ``agentnb`` command: parse, call the public API, print.
+
+Exit codes: 0 done, 1 refused (the request was understood but not allowed: already decided,
+stale, unknown run), 2 usage (bad arguments, no such database). A user mistake never
+prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from agentnb import __version__
+from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
+from agentnb.store.records import Event, RunRecord, Status
+from agentnb.store.sqlite import SqliteCheckpointer
+
+__all__ = ["main"]
+
+OK, REFUSED, USAGE = 0, 1, 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _open_existing(path: str) -> SqliteCheckpointer:
+    if not Path(path).is_file():
+        raise _UsageError(
+            f"no database at {path!r} (check --db; runs are saved where the "
+            "workflow's SqliteCheckpointer points)"
+        )
+    return SqliteCheckpointer(path)
+
+
+def _short(value: Any, width: int = 70) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _describe_status(run: RunRecord) -> str:
+    if run.status == Status.PENDING:
+        return f"pending: waiting for a decision before {run.node!r}"
+    if run.status == Status.APPROVED:
+        who = f" by {run.decided_by}" if run.decided_by else ""
+        if run.lease_owner:
+            return f"approved{who}; being continued by worker {run.lease_owner}"
+        return (
+            f"approved{who}; waiting for a worker with the workflow code to continue it "
+            f"(workflow.attach({run.run_id!r}).run())"
+        )
+    if run.status == Status.RUNNING:
+        if run.lease_owner:
+            return f"running: worker {run.lease_owner} is executing {run.node!r}"
+        return f"running: idle before {run.node!r} (step it with run.step() or run.run())"
+    if run.status == Status.FAILED and run.error:
+        return f"failed: {run.error.get('type')}: {run.error.get('message')}"
+    return str(run.status)
+
+
+def _print_event(event: Event, out: TextIO) -> None:
+    payload = {k: v for k, v in event.payload.items() if k not in ("state",)}
+    node = event.node or ""
+    out.write(f"  {event.seq:>4} {event.step:>4}  {event.type:<13} {node:<18} {_short(payload)}\n")
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def _cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
+    if args.status is not None and args.status not in {s.value for s in Status}:
+        raise _UsageError(
+            f"--status {args.status!r} is not a status; use one of "
+            + ", ".join(s.value for s in Status)
+        )
+    with _open_existing(args.db) as store:
+        runs = store.list_runs(args.status)
+    if not runs:
+        out.write("no runs" + (f" with status {args.status}" if args.status else "") + "\n")
+        return OK
+    out.write(f"{'RUN':<34} {'GRAPH':<14} {'STATUS':<10} {'NODE':<18} STEP\n")
+    for run in runs:
+        out.write(
+            f"{run.run_id:<34} {run.graph:<14} {run.status:<10} {run.node:<18} "
+            f"{run.step}/{run.max_steps}\n"
+        )
+    return OK
+
+
+def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    with _open_existing(args.db) as store:
+        run = store.get_run(args.run)
+        events = store.events(args.run)
+        state = store.checkpoint(args.run).state
+        decisions = store.decisions(args.run)
+    if args.json:
+        json.dump(
+            {
+                "run_id": run.run_id,
+                "graph": run.graph,
+                "status": run.status.value,
+                "node": run.node,
+                "step": run.step,
+                "pending_digest": run.pending_digest,
+                "state": state,
+                "events": [
+                    {
+                        "seq": e.seq,
+                        "step": e.step,
+                        "type": e.type,
+                        "node": e.node,
+                        "payload": e.payload,
+                        "at": e.at_iso,
+                    }
+                    for e in events
+                ],
+            },
+            out,
+            ensure_ascii=False,
+            indent=2,
+        )
+        out.write("\n")
+        return OK
+    out.write(f"run      {run.run_id}\ngraph    {run.graph}\n")
+    out.write(f"status   {_describe_status(run)}\n")
+    out.write(f"step     {run.step} of max {run.max_steps}, next node {run.node!r}\n")
+    if run.pending_digest and run.status == Status.PENDING:
+        out.write(f"digest   {run.pending_digest}  (approve --digest binds to this state)\n")
+    out.write("events\n   seq step  type          node               payload\n")
+    for event in events:
+        _print_event(event, out)
+    out.write("state\n")
+    out.write("  " + json.dumps(state, ensure_ascii=False, indent=2).replace("\n", "\n  ") + "\n")
+    if decisions:
+        out.write("decisions\n")
+        for d in decisions:
+            verdict = "accepted" if d.accepted else f"refused ({d.reason})"
+            note = f" — {d.comment}" if d.comment else ""
+            out.write(f"  {d.at_iso} {d.decision} by {d.approver}: {verdict}{note}\n")
+    return OK
+
+
+def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
+    decision = "approved" if args.command == "approve" else "rejected"
+    with _open_existing(args.db) as store:
+        record = store.decide(
+            args.run, decision, args.approver, comment=args.comment, expected_digest=args.digest
+        )
+        run = store.get_run(args.run)
+    out.write(
+        f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
+        f"as {record.approver}\n"
+    )
+    out.write(f"status: {_describe_status(run)}\n")
+    return OK
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.examples.refund import build_refund_workflow
+
+    def say(text: str = "") -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    def show(events: Sequence[Event]) -> None:
+        for event in events:
+            _print_event(event, out)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or os.path.join(tmp, "checkpoints.sqlite3")
+        refunds: list[Any] = []
+        say(f"agentnb demo — a refund that needs a human's approval (database: {path})\n")
+        say("1. A worker starts a run for a refund of 1000 (above the 500 threshold):")
+        store = SqliteCheckpointer(path)
+        workflow = build_refund_workflow(store, refunds)
+        events = list(workflow.stream({"requested": 1000, "messages": []}))
+        show(events)
+        run_id = events[-1].run_id
+        run = store.get_run(run_id)
+        say(f"   -> the run is {run.status}, paused before {run.node!r}; no refund yet: {refunds}")
+        store.close()
+
+        say("\n2. The worker stops. A new one opens the same database and rebuilds the graph;")
+        say("   an approver approves (exactly once, bound to the state they saw):")
+        store = SqliteCheckpointer(path)
+        workflow = build_refund_workflow(store, refunds)
+        digest = store.get_run(run_id).pending_digest
+        show(
+            list(
+                workflow.resume(
+                    run_id,
+                    "approved",
+                    approver="demo-approver",
+                    comment="amount checked",
+                    expected_digest=digest,
+                )
+            )
+        )
+        say(f"   -> {store.get_run(run_id).status}; simulated refunds: {refunds}")
+
+        say("\n3. The same approval arrives again (a double click, a retried callback):")
+        try:
+            store.decide(run_id, "approved", "demo-approver")
+        except DecisionError as exc:
+            say(f"   -> refused: {type(exc).__name__}: {exc}")
+
+        say("\n4. Another refund of 900 is rejected: the refund node never runs:")
+        second = workflow.start({"requested": 900, "messages": []})
+        second.run()
+        show(
+            list(
+                workflow.resume(
+                    second.run_id, "rejected", approver="demo-approver", comment="duplicate request"
+                )
+            )
+        )
+        say(f"   -> {second.status}; simulated refunds: {refunds}")
+
+        say("\n5. The audit keeps every decision, refused attempts included:")
+        for d in store.decisions():
+            verdict = "accepted" if d.accepted else f"refused ({d.reason})"
+            say(f"   {d.run_id[:12]} {d.decision:<8} by {d.approver}: {verdict}")
+        store.close()
+        say(f"\nSimulated refunds: {refunds}")
+        if args.db:
+            say(f"Inspect it: agentnb runs --db {path}")
+    return OK
+
+
+# -- entry point ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentnb",
+        description="See, step and approve agent workflows. Runs live in a SQLite file.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentnb {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser("demo", help="the refund scenario in the terminal")
+    demo.add_argument("--db", help="keep the database here (default: a temporary file)")
+
+    runs = sub.add_parser("runs", help="list runs")
+    runs.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    runs.add_argument("--status", help="only runs with this status")
+
+    show = sub.add_parser("show", help="a run's status, events, state and decisions")
+    show.add_argument("run", help="the run id")
+    show.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+    for name, verb in (("approve", "approve"), ("reject", "reject")):
+        cmd = sub.add_parser(name, help=f"{verb} a pending run (decided once, audited)")
+        cmd.add_argument("run", help="the run id")
+        cmd.add_argument("--db", required=True, help="the SQLite checkpoint file")
+        cmd.add_argument("--as", dest="approver", required=True, help="who decides")
+        cmd.add_argument("--comment", help="why")
+        cmd.add_argument("--digest", help="refuse if the pending state is not this one")
+    return parser
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "demo": _cmd_demo,
+    "runs": _cmd_runs,
+    "show": _cmd_show,
+    "approve": _cmd_decide,
+    "reject": _cmd_decide,
+}
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    out = out or sys.stdout
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage message
+        return int(exc.code or 0)
+    try:
+        return COMMANDS[args.command](args, out)
+    except _UsageError as exc:
+        sys.stderr.write(f"agentnb {args.command}: {exc}\n")
+        return USAGE
+    except (DecisionError, RunError) as exc:
+        sys.stderr.write(f"agentnb {args.command}: refused: {exc}\n")
+        return REFUSED
+    except StoreError as exc:
+        sys.stderr.write(f"agentnb {args.command}: {exc}\n")
+        return USAGE
+    except AgentnbError as exc:
+        sys.stderr.write(f"agentnb {args.command}: {type(exc).__name__}: {exc}\n")
+        return REFUSED
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The checkpointer contract: one suite, run against every backend (the ``store`` fixture)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agentnb import (
+    ApprovalNotPending,
+    Checkpointer,
+    InvalidDecision,
+    RunBusy,
+    RunNotFound,
+    StaleApproval,
+    Status,
+)
+from agentnb.errors import LeaseLost, StoreError
+from agentnb.examples import build_refund_workflow
+from agentnb.graph.run import Run
+from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
+from agentnb.store.records import Event, RunRecord
+
+
+def pending_run(store: Checkpointer, refunds: list[int] | None = None) -> Run:
+    run = build_refund_workflow(store, refunds).start({"requested": 1000})
+    run.run()
+    assert run.status == Status.PENDING
+    return run
+
+
+def record(run_id: str = "r1", **changes: object) -> RunRecord:
+    now = time.time()
+    fields: dict[str, object] = {
+        "run_id": run_id,
+        "graph": "g",
+        "shape": "s",
+        "status": Status.RUNNING,
+        "node": "a",
+        "step": 0,
+        "seq": 1,
+        "max_steps": 5,
+        "created_at": now,
+        "updated_at": now,
+    }
+    fields.update(changes)
+    return RunRecord(**fields)  # type: ignore[arg-type]
+
+
+def started(run_id: str = "r1") -> list[Event]:
+    return [Event(run_id, 1, 0, "run_started", "a", {"x": 1}, time.time())]
+
+
+def test_created_run_reads_back_with_its_checkpoint_and_events(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", '{"x":1}'), started())
+    run = store.get_run("r1")
+    assert (run.status, run.node, run.step, run.seq) == (Status.RUNNING, "a", 0, 1)
+    assert store.checkpoint("r1").state == {"x": 1}
+    assert [e.type for e in store.events("r1")] == ["run_started"]
+    assert store.events("r1")[0].payload == {"x": 1}
+
+
+def test_a_run_id_cannot_be_created_twice(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    with pytest.raises(StoreError, match="already exists"):
+        store.create_run(record(), CheckpointWrite(0, "a", '{"y":2}'), started())
+    assert store.checkpoint("r1").state == {}
+
+
+def test_unknown_runs_raise_run_not_found_everywhere(store: Checkpointer) -> None:
+    for call in (
+        lambda: store.get_run("nope"),
+        lambda: store.events("nope"),
+        lambda: store.checkpoint("nope"),
+        lambda: store.checkpoints("nope"),
+        lambda: store.acquire("nope", "me"),
+        lambda: store.decide("nope", "approved", "ada"),
+    ):
+        with pytest.raises(RunNotFound, match="nope"):
+            call()
+    assert [(d.run_id, d.accepted, d.reason) for d in store.decisions()] == [
+        ("nope", False, "unknown run")
+    ]
+
+
+def test_reads_return_copies_that_callers_cannot_corrupt(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", '{"items":[1]}'), started())
+    store.checkpoint("r1").state["items"].append(2)
+    assert store.checkpoint("r1").state == {"items": [1]}
+
+
+def test_lease_is_exclusive_until_released_and_each_acquire_bumps_the_fence(
+    store: Checkpointer,
+) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    first = store.acquire("r1", "host:1:a", lease_seconds=30)
+    with pytest.raises(RunBusy) as busy:
+        store.acquire("r1", "other:2:b", lease_seconds=30)
+    assert busy.value.owner == "host:1:a"
+    again = store.acquire("r1", "host:1:a", lease_seconds=30)
+    assert again.fence == first.fence + 1
+    store.release("r1", again.fence)
+    assert store.acquire("r1", "other:2:b").fence == again.fence + 1
+
+
+def test_an_expired_lease_can_be_taken_over_and_fences_out_the_old_owner(
+    store: Checkpointer,
+) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    old = store.acquire("r1", "elsewhere:1:a", lease_seconds=0.01)
+    time.sleep(0.02)  # let the lease expire: the expiry itself is under test
+    new = store.acquire("r1", "elsewhere:2:b", lease_seconds=30)
+    assert new.fence > old.fence
+    late = StepCommit(Status.RUNNING, "b", 1, [], CheckpointWrite(1, "b", '{"late":1}'))
+    with pytest.raises(LeaseLost):
+        store.commit("r1", old.fence, late, lease_seconds=30)
+    assert store.checkpoints("r1")[-1].step == 0
+    assert store.get_run("r1").lease_owner == "elsewhere:2:b"
+
+
+def test_a_lease_held_by_a_dead_process_on_this_host_is_free_at_once(
+    store: Checkpointer,
+) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "from agentnb.store.base import new_owner; print(new_owner())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    store.acquire("r1", dead, lease_seconds=3600)
+    assert store.acquire("r1", new_owner()).fence >= 2
+
+
+def test_commit_writes_checkpoint_events_and_row_together(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    lease = store.acquire("r1", "me:1:x")
+    events = [
+        Event("r1", 2, 0, "node_start", "a", {}, time.time()),
+        Event("r1", 3, 1, "state_update", "a", {"delta": {"k": 1}}, time.time()),
+    ]
+    change = StepCommit(Status.RUNNING, "b", 1, events, CheckpointWrite(1, "b", '{"k":1}'))
+    row = store.commit("r1", lease.fence, change, lease_seconds=30)
+    assert (row.node, row.step, row.seq, row.lease_owner) == ("b", 1, 3, "me:1:x")
+    assert [c.state for c in store.checkpoints("r1")] == [{}, {"k": 1}]
+    assert [e.seq for e in store.events("r1")] == [1, 2, 3]
+    assert [e.seq for e in store.events("r1", after=1, limit=1)] == [2]
+    done = StepCommit(Status.COMPLETED, "END", 1, [], release=True)
+    assert store.commit("r1", lease.fence, done, lease_seconds=30).lease_owner is None
+
+
+def test_a_pending_run_is_approved_exactly_once(store: Checkpointer) -> None:
+    run = pending_run(store)
+    decision = store.decide(run.run_id, "approved", "ada", comment="ok")
+    assert decision.accepted and decision.node == "human_approval"
+    assert store.get_run(run.run_id).status == Status.APPROVED
+    with pytest.raises(ApprovalNotPending) as refused:
+        store.decide(run.run_id, "approved", "bob")
+    assert refused.value.decided_by == "ada"
+    audit = store.decisions(run.run_id)
+    assert [(d.approver, d.accepted) for d in audit] == [("ada", True), ("bob", False)]
+    assert audit[1].reason == "not pending: approved"
+    assert store.events(run.run_id)[-1].type == "approved"
+
+
+def test_rejection_ends_the_run(store: Checkpointer) -> None:
+    run = pending_run(store)
+    store.decide(run.run_id, "rejected", "ada")
+    assert store.get_run(run.run_id).status == Status.REJECTED
+    assert store.events(run.run_id)[-1].type == "rejected"
+
+
+@pytest.mark.parametrize(
+    ("decision", "approver"),
+    [("approve", "ada"), ("APPROVED", "ada"), ("", "ada"), ("yes", "ada"), ("approved", "  ")],
+)
+def test_an_invalid_decision_is_refused_before_touching_storage(
+    store: Checkpointer, decision: str, approver: str
+) -> None:
+    run = pending_run(store)
+    with pytest.raises(InvalidDecision):
+        store.decide(run.run_id, decision, approver)
+    assert store.get_run(run.run_id).status == Status.PENDING
+    assert store.decisions(run.run_id) == []
+
+
+def test_a_decision_bound_to_a_stale_digest_is_refused_and_audited(store: Checkpointer) -> None:
+    run = pending_run(store)
+    digest = store.get_run(run.run_id).pending_digest
+    assert digest
+    with pytest.raises(StaleApproval):
+        store.decide(run.run_id, "approved", "ada", expected_digest="0" * 64)
+    assert store.get_run(run.run_id).status == Status.PENDING
+    assert store.decisions(run.run_id)[-1].reason == "stale: the pending state changed"
+    accepted = store.decide(run.run_id, "approved", "ada", expected_digest=digest)
+    assert accepted.digest_shown == digest == accepted.pending_digest
+
+
+def test_list_runs_filters_by_status_newest_first(store: Checkpointer) -> None:
+    wf = build_refund_workflow(store)
+    small = wf.start({"requested": 10})
+    small.run()
+    big = pending_run(store)
+    assert [r.run_id for r in store.list_runs()] == [big.run_id, small.run_id]
+    assert [r.run_id for r in store.list_runs("completed")] == [small.run_id]
+    assert [r.run_id for r in store.list_runs(Status.PENDING)] == [big.run_id]
+
+
+def test_a_closed_store_refuses_to_work(store: Checkpointer) -> None:
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.list_runs()
