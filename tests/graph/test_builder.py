@@ -1,0 +1,145 @@
+"""Compile-time validation: every mistake is a DefinitionError naming the culprit and fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentnb import END, START, DefinitionError, StateGraph
+
+
+def noop(state: dict[str, Any]) -> None:
+    return None
+
+
+def graph(*names: str) -> StateGraph:
+    g = StateGraph("t")
+    for name in names:
+        g.add_node(name, noop)
+    return g
+
+
+def test_a_valid_graph_compiles_with_start_and_end_pseudo_nodes() -> None:
+    g = graph("a", "b")
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    wf = g.compile()
+    assert wf.entry == "a"
+    assert wf.successors("a") == ["b"]
+    assert wf.successors("b") == [END]
+
+
+@pytest.mark.parametrize(
+    ("build", "culprit", "message"),
+    [
+        (lambda g: g.add_edge("a", "ghost"), "ghost", "not a node"),
+        (lambda g: g.add_edge("ghost", "a"), "ghost", "not a node"),
+        (
+            lambda g: g.add_conditional_edge("a", lambda s: "x", ["ghost"]),
+            "ghost",
+            "not a node",
+        ),
+        (lambda g: g.add_interrupt_before("ghost"), "ghost", "does not exist"),
+        (lambda g: g.add_interrupt_after("ghost"), "ghost", "does not exist"),
+        (lambda g: g.add_node("b", noop), "b", "cannot be reached"),
+        (
+            lambda g: g.add_node("b", noop)
+            .add_edge("a", "b")
+            .add_conditional_edge("a", lambda s: "b", ["b"]),
+            "a",
+            "both a plain edge",
+        ),
+    ],
+)
+def test_structural_mistakes_are_reported_at_compile_time(
+    build: Any, culprit: str, message: str
+) -> None:
+    g = graph("a").set_entry_point("a")
+    build(g)
+    with pytest.raises(DefinitionError, match=message) as err:
+        g.compile()
+    assert err.value.culprit == culprit
+    assert err.value.fix
+
+
+def test_missing_entry_point_says_how_to_set_one() -> None:
+    with pytest.raises(DefinitionError, match=r"no entry point.*set_entry_point\('a'\)"):
+        graph("a").compile()
+
+
+def test_unknown_entry_point_is_refused() -> None:
+    with pytest.raises(DefinitionError, match="entry point 'x' is not a node"):
+        graph("a").set_entry_point("x").compile()
+
+
+def test_empty_graph_is_refused() -> None:
+    with pytest.raises(DefinitionError, match="no nodes"):
+        StateGraph("t").compile()
+
+
+@pytest.mark.parametrize("name", ["END", "START", "__end__", "", "  ", 3, None])
+def test_reserved_and_blank_node_names_are_refused_at_once(name: Any) -> None:
+    with pytest.raises(DefinitionError):
+        StateGraph("t").add_node(name, noop)
+
+
+def test_duplicate_nodes_and_second_plain_edges_are_refused_at_once() -> None:
+    g = graph("a", "b", "c")
+    with pytest.raises(DefinitionError, match="already defined"):
+        g.add_node("a", noop)
+    g.add_edge("a", "b")
+    with pytest.raises(DefinitionError, match="already has an edge"):
+        g.add_edge("a", "c")
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        "not callable",
+        lambda: None,
+        lambda state, ctx, extra: None,
+    ],
+)
+def test_node_functions_must_take_state_or_state_and_ctx(fn: Any) -> None:
+    with pytest.raises(DefinitionError, match="node 'a'"):
+        StateGraph("t").add_node("a", fn)
+
+
+@pytest.mark.parametrize("targets", ["a", [], {}, 42])
+def test_conditional_edges_declare_a_list_or_mapping_of_targets(targets: Any) -> None:
+    with pytest.raises(DefinitionError, match="conditional edge from 'a'"):
+        graph("a").add_conditional_edge("a", lambda s: "x", targets)
+
+
+def test_a_second_conditional_edge_from_one_node_is_refused() -> None:
+    g = graph("a", "b").add_conditional_edge("a", lambda s: "b", ["b"])
+    with pytest.raises(DefinitionError, match="already has a conditional edge"):
+        g.add_conditional_edge("a", lambda s: "b", ["b"])
+
+
+@pytest.mark.parametrize("max_steps", [0, -1, 2.5, True])
+def test_max_steps_must_be_a_positive_int(max_steps: Any) -> None:
+    with pytest.raises(DefinitionError, match="max_steps"):
+        graph("a").set_entry_point("a").compile(max_steps=max_steps)
+
+
+def test_routing_is_a_pure_function_of_node_and_state() -> None:
+    g = graph("a", "big", "small").set_entry_point("a")
+    g.add_conditional_edge("a", lambda s: "hi" if s["n"] > 5 else "lo", {"hi": "big", "lo": "small"})
+    wf = g.compile()
+    assert wf.route("a", {"n": 9}) == "big"
+    assert wf.route("a", {"n": 1}) == "small"
+    assert wf.route("big", {}) == END
+    assert wf.successors("a") == ["big", "small"]
+
+
+def test_shape_digest_changes_with_structure_not_with_functions() -> None:
+    def build(fn: Any, interrupt: bool) -> str:
+        g = StateGraph("t").add_node("a", fn).add_node("b", noop).set_entry_point("a")
+        g.add_edge("a", "b")
+        if interrupt:
+            g.add_interrupt_before("b")
+        return g.compile().shape
+
+    assert build(noop, False) == build(lambda s: {"x": 1}, False)
+    assert build(noop, False) != build(noop, True)

@@ -1,0 +1,152 @@
+"""SQLite-specific behaviour: pragmas, migrations, and several processes on one file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentnb import SqliteCheckpointer, Status
+from agentnb.errors import SchemaVersionError, StoreError
+from agentnb.examples import build_refund_workflow
+
+WORKER = Path(__file__).with_name("worker.py")
+ROOT = Path(__file__).parents[2]
+
+
+def spawn(*args: str, trace: Path, block: bool = False) -> subprocess.Popen[str]:
+    env = {**os.environ, "AGENTNB_TRACE": str(trace), "PYTHONPATH": str(ROOT)}
+    env.pop("AGENTNB_BLOCK", None)
+    if block:
+        env["AGENTNB_BLOCK"] = "1"
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_database_uses_wal_a_busy_timeout_and_a_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite3"
+    with SqliteCheckpointer(path, timeout=7):
+        pass
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 1
+    store = SqliteCheckpointer(path, timeout=7, synchronous="full")
+    assert store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 7000
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    store.close()
+
+
+def test_reopening_keeps_runs_and_applies_no_migration_twice(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        build_refund_workflow(store).start({})
+    with SqliteCheckpointer(path) as store:
+        assert len(store.list_runs()) == 1
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
+
+
+def test_a_database_from_a_newer_agentnb_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite3"
+    SqliteCheckpointer(path).close()
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO schema_version VALUES (99, 0)")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaVersionError, match="schema version 99") as err:
+        SqliteCheckpointer(path)
+    assert (err.value.found, err.value.supported) == (99, 1)
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello, this is not SQLite" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        SqliteCheckpointer(path)
+
+
+def test_an_unknown_synchronous_level_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="synchronous"):
+        SqliteCheckpointer(tmp_path / "x.sqlite3", synchronous="sometimes")
+
+
+def test_the_decision_audit_is_append_only(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        run = build_refund_workflow(store).start({})
+        run.run()
+        run.approve(by="ada")
+    db = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("UPDATE decisions SET approver = 'mallory'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("DELETE FROM decisions")
+
+
+@pytest.mark.slow
+def test_eight_processes_racing_decide_each_of_fifty_runs_exactly_once(tmp_path: Path) -> None:
+    path = tmp_path / "race.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        wf = build_refund_workflow(store)
+        for _ in range(50):
+            wf.start({}).run()
+        ids = [r.run_id for r in store.list_runs("pending")]
+        assert len(ids) == 50
+    (tmp_path / "ids.json").write_text(json.dumps(ids))
+    go = tmp_path / "go"
+    workers = [
+        spawn("race", str(path), str(go), str(i), str(tmp_path / "ids.json"), trace=tmp_path / "t")
+        for i in range(8)
+    ]
+    for proc in workers:  # every worker has opened the database: now they all start at once
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    go.touch()
+    results = []
+    for proc in workers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "locked" not in err
+        results.append(json.loads(out))
+    assert sum(r["won"] for r in results) == 50
+    assert sum(r["lost"] for r in results) == 8 * 50 - 50
+    with SqliteCheckpointer(path) as store:
+        assert len(store.list_runs("approved")) == 50
+        audit = store.decisions()
+        assert sum(d.accepted for d in audit) == 50
+        assert sum(not d.accepted for d in audit) == 350
+        for run in store.list_runs():
+            assert [e.type for e in store.events(run.run_id)].count("approved") == 1
+
+
+@pytest.mark.slow
+def test_a_run_whose_worker_was_killed_completes_in_another_process(tmp_path: Path) -> None:
+    path, trace = tmp_path / "crash.sqlite3", tmp_path / "trace"
+    first = spawn("start", str(path), trace=trace, block=True)
+    assert first.stdout is not None
+    line = first.stdout.readline()  # returns once node 'b' has started, or at exit
+    assert line.strip() == "blocked", first.stderr.read() if first.stderr else ""
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)  # reap it and close its pipes
+    with SqliteCheckpointer(path) as store:
+        run = store.get_run("crash-run")
+        assert (run.status, run.node, run.step) == (Status.RUNNING, "b", 1)
+        assert run.lease_owner is not None  # the dead worker still holds it
+    second = spawn("resume", str(path), "crash-run", trace=trace)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    result = json.loads(out)
+    assert result == {"status": "completed", "state": {"n": 3, "a": 1, "b": 2, "c": 3}}
+    assert trace.read_text().split() == ["a", "b", "b", "c"]  # a never re-ran; b re-ran once
