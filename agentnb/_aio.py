@@ -16,13 +16,15 @@ agentnb writes every operation once, as a coroutine, and offers a sync twin that
 
 from __future__ import annotations
 
-import asyncio
 import atexit
-import concurrent.futures
 import contextlib
+import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -35,15 +37,22 @@ class _BackgroundLoop:
     """One daemon thread running an event loop, for sync calls made inside a running loop."""
 
     def __init__(self) -> None:
+        import asyncio
+
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="agentnb-loop", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        import asyncio
+
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        import asyncio
+        import concurrent.futures
+
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result()
@@ -71,6 +80,8 @@ def _get_background() -> _BackgroundLoop:
 def _thread_runner() -> asyncio.Runner:
     runner: asyncio.Runner | None = getattr(_local, "runner", None)
     if runner is None:
+        import asyncio
+
         runner = asyncio.Runner()
         _local.runner = runner
         if threading.current_thread() is threading.main_thread():
@@ -80,6 +91,9 @@ def _thread_runner() -> asyncio.Runner:
 
 def in_running_loop() -> bool:
     """True when this thread is inside a running event loop (e.g. a Jupyter kernel)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:  # nothing imported asyncio, so no loop can be running
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -102,6 +116,9 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+    import concurrent.futures
+
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentnb-nested") as pool:
         return pool.submit(asyncio.run, coro).result()
 

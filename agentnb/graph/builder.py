@@ -7,7 +7,6 @@ node that does not exist, a node nothing reaches) when compiling.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
@@ -76,6 +75,8 @@ def _check_name(name: object, what: str) -> str:
 
 def _arity(fn: NodeFn, name: str) -> bool:
     """Whether ``fn`` takes ``(state, ctx)`` rather than ``(state)``."""
+    import inspect
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: assume fn(state)
@@ -96,6 +97,8 @@ def _arity(fn: NodeFn, name: str) -> bool:
 
 
 def _is_async(fn: NodeFn) -> bool:
+    import inspect
+
     call = getattr(fn, "__call__", None)  # noqa: B004 - instances with an async __call__
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 

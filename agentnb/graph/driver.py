@@ -245,7 +245,7 @@ class Driver:
         return new_state, new_json, nxt
 
     def _failed(self, node: str, step: int, error: BaseException) -> Event:
-        cause = error.__cause__ if isinstance(error, NodeFailed) else None
+        cause = error.error if isinstance(error, NodeFailed) else None
         payload: dict[str, Any] = {"error": describe(error)}
         if cause is not None:
             payload["cause"] = describe(cause)

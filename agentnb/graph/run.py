@@ -9,8 +9,8 @@ another after a restart.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,7 +110,7 @@ class Run:
     def _create(cls, workflow: Workflow, state: dict[str, Any], run_id: str | None) -> Run:
         check(state, root="state")
         state_json = dumps(state)
-        run_id = run_id or uuid.uuid4().hex
+        run_id = run_id or os.urandom(16).hex()
         now = time.time()
         record = RunRecord(
             run_id=run_id,

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,12 +92,12 @@ def pending_digest(run_id: str, node: str, step: int, state_json: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-_HOST = socket.gethostname()
+_HOST = os.uname().nodename
 
 
 def new_owner() -> str:
     """A lease owner id: ``host:pid:random`` (host and pid let a dead owner be recognised)."""
-    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{_HOST}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def owner_is_dead(owner: str | None) -> bool:

@@ -333,9 +333,9 @@ class SqliteCheckpointer(Checkpointer):
         events = change.events
         with self._write() as db:
             row = db.execute(
-                "UPDATE runs SET status = ?, node = ?, step = ?, seq = coalesce(?, seq), updated_at = ?, "
-                "error = ?, pending_digest = ?, lease_owner = CASE WHEN ? THEN NULL "
-                "ELSE lease_owner END, lease_expires = ? "
+                "UPDATE runs SET status = ?, node = ?, step = ?, seq = coalesce(?, seq), "
+                "updated_at = ?, error = ?, pending_digest = ?, "
+                "lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires = ? "
                 f"WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
                 f"RETURNING {_RUN_COLUMNS}",
                 (

@@ -43,9 +43,11 @@ def test_a_valid_graph_compiles_with_start_and_end_pseudo_nodes() -> None:
         (lambda g: g.add_interrupt_after("ghost"), "ghost", "does not exist"),
         (lambda g: g.add_node("b", noop), "b", "cannot be reached"),
         (
-            lambda g: g.add_node("b", noop)
-            .add_edge("a", "b")
-            .add_conditional_edge("a", lambda s: "b", ["b"]),
+            lambda g: (
+                g.add_node("b", noop)
+                .add_edge("a", "b")
+                .add_conditional_edge("a", lambda s: "b", ["b"])
+            ),
             "a",
             "both a plain edge",
         ),
@@ -125,7 +127,9 @@ def test_max_steps_must_be_a_positive_int(max_steps: Any) -> None:
 
 def test_routing_is_a_pure_function_of_node_and_state() -> None:
     g = graph("a", "big", "small").set_entry_point("a")
-    g.add_conditional_edge("a", lambda s: "hi" if s["n"] > 5 else "lo", {"hi": "big", "lo": "small"})
+    g.add_conditional_edge(
+        "a", lambda s: "hi" if s["n"] > 5 else "lo", {"hi": "big", "lo": "small"}
+    )
     wf = g.compile()
     assert wf.route("a", {"n": 9}) == "big"
     assert wf.route("a", {"n": 1}) == "small"

@@ -1,0 +1,179 @@
+"""Sync calls return values — never coroutines — in a script, in pytest, inside a running
+event loop, and inside a live Jupyter kernel (where Ctrl-C/interrupt cancels the run)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentnb import Status
+from agentnb._aio import run_sync
+from agentnb.examples import build_refund_workflow
+
+ROOT = Path(__file__).parents[1]
+
+SCENARIO = textwrap.dedent(
+    """
+    from agentnb.examples import build_refund_workflow
+    refunds = []
+    wf = build_refund_workflow(None, refunds)
+    run = wf.start({"requested": 800})
+    first = run.step()
+    assert type(first).__name__ == "StepResult", first
+    assert run.step().node is None and run.status == "pending"
+    run.approve(by="ada")
+    assert run.run() is run and run.status == "completed", run
+    events = list(wf.stream({"requested": 10}))
+    assert events[-1].type == "completed"
+    print("ok", refunds)
+    """
+)
+
+
+def test_sync_calls_work_in_a_plain_script(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCENARIO)
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok [800, 10]"
+
+
+def test_sync_calls_work_in_pytest() -> None:
+    namespace: dict[str, Any] = {}
+    exec(SCENARIO, namespace)
+    assert namespace["refunds"] == [800, 10]
+
+
+def test_sync_calls_work_inside_a_running_event_loop() -> None:
+    async def inside_loop() -> list[int]:
+        namespace: dict[str, Any] = {}
+        exec(SCENARIO, namespace)  # sync API called from async code, as in a kernel
+        return namespace["refunds"]  # type: ignore[no-any-return]
+
+    assert asyncio.run(inside_loop()) == [800, 10]
+
+
+def test_a_sync_node_may_call_the_sync_api_itself() -> None:
+    inner = build_refund_workflow()
+
+    def outer_node(state: dict[str, Any]) -> dict[str, Any]:
+        run = inner.start({"requested": 1})
+        return {"inner": run.run().status.value}
+
+    from agentnb import StateGraph
+
+    async def scenario() -> dict[str, Any]:
+        g = StateGraph("outer").add_node("outer", outer_node).set_entry_point("outer")
+        run = g.compile().start()
+        run.run()  # sync, from inside a loop: the node runs on the background loop
+        return run.state
+
+    assert asyncio.run(scenario()) == {"inner": "completed"}
+
+
+def test_run_sync_propagates_exceptions() -> None:
+    async def fail() -> None:
+        raise LookupError("x")
+
+    with pytest.raises(LookupError):
+        run_sync(fail())
+
+
+# -- a real kernel ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Any]:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def execute(kc: Any, code: str, timeout: float = 60) -> tuple[dict[str, Any], str]:
+    chunks: list[str] = []
+
+    def collect(msg: dict[str, Any]) -> None:
+        content = msg["content"]
+        if msg["msg_type"] == "stream":
+            chunks.append(content["text"])
+        elif msg["msg_type"] in ("execute_result", "display_data"):
+            chunks.append(content["data"].get("text/plain", ""))
+        elif msg["msg_type"] == "error":
+            chunks.append(f"{content['ename']}: {content['evalue']}")
+
+    reply = kc.execute_interactive(code, timeout=timeout, output_hook=collect)
+    return reply["content"], "".join(chunks)
+
+
+@pytest.mark.slow
+def test_sync_calls_work_inside_a_jupyter_kernel(kernel: Any) -> None:
+    _, kc = kernel
+    reply, out = execute(kc, SCENARIO)
+    assert reply["status"] == "ok", out
+    assert "ok [800, 10]" in out
+    # The kernel's loop is running during execution: a step returns a value, not a coroutine.
+    reply, out = execute(
+        kc,
+        "import asyncio; asyncio.get_running_loop(); r = wf.start({'requested': 900}); r.step()",
+    )
+    assert reply["status"] == "ok", out
+    assert "ran 'planner'" in out and "[pending]" in out
+
+
+@pytest.mark.slow
+def test_interrupting_the_kernel_cancels_the_run(kernel: Any, tmp_path: Path) -> None:
+    km, kc = kernel
+    db = tmp_path / "k.sqlite3"
+    setup = textwrap.dedent(
+        f"""
+        import asyncio
+        from agentnb import SqliteCheckpointer, StateGraph
+        async def slow(state):
+            print("slow started", flush=True)
+            await asyncio.sleep(600)
+        store = SqliteCheckpointer({str(db)!r})
+        g = StateGraph("slow").add_node("first", lambda s: {{"x": 1}}).add_node("slow", slow)
+        wf = g.set_entry_point("first").add_edge("first", "slow").compile(store)
+        run = wf.start({{}})
+        """
+    )
+    reply, out = execute(kc, setup)
+    assert reply["status"] == "ok", out
+    msg_id = kc.execute("run.run()")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=deadline - time.monotonic())
+        if msg["msg_type"] == "stream" and "slow started" in msg["content"]["text"]:
+            break
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=60)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    reply, out = execute(kc, "print(run.status.value, run.node, run.state, run.events[-1].type)")
+    assert reply["status"] == "ok", out
+    assert out.split() == ["cancelled", "slow", "{'x':", "1}", "cancelled"]
+    from agentnb import SqliteCheckpointer
+
+    with SqliteCheckpointer(db) as store:
+        assert store.list_runs()[0].status == Status.CANCELLED

@@ -1,0 +1,122 @@
+"""The public surface: a pinned ``__all__``, a light import, and imports that point down."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import agentnb
+
+PACKAGE = Path(agentnb.__file__).parent
+
+PUBLIC = {
+    "END",
+    "START",
+    "AgentnbError",
+    "ApprovalNotPending",
+    "Checkpoint",
+    "Checkpointer",
+    "Decision",
+    "DefinitionError",
+    "Event",
+    "EventType",
+    "IncompatibleWorkflow",
+    "InvalidDecision",
+    "InvalidState",
+    "MemoryCheckpointer",
+    "MissingDependency",
+    "NodeContext",
+    "NodeFailed",
+    "RoutingError",
+    "Run",
+    "RunBusy",
+    "RunNotFound",
+    "RunRecord",
+    "SqliteCheckpointer",
+    "StaleApproval",
+    "StateGraph",
+    "Status",
+    "StepBudgetExhausted",
+    "StepResult",
+    "Workflow",
+    "__version__",
+}
+
+
+def test_all_is_pinned_and_every_name_resolves() -> None:
+    assert set(agentnb.__all__) == PUBLIC
+    for name in agentnb.__all__:
+        assert getattr(agentnb, name) is not None
+
+
+def test_every_error_derives_from_the_root() -> None:
+    from agentnb import errors
+
+    for name in errors.__all__:
+        obj = getattr(errors, name)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            assert issubclass(obj, errors.AgentnbError), name
+
+
+def test_importing_agentnb_loads_no_optional_or_heavy_dependency() -> None:
+    code = (
+        "import sys, agentnb; "
+        "heavy = {'asyncio', 'ipywidgets', 'IPython', 'graphviz', 'anywidget', 'jupyter_client',"
+        " 'jsonschema', 'yaml', 'watchfiles', 'prometheus_client', 'psycopg'};"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# Imports point down only. Level of each part; a module may import its own level or lower.
+LEVELS = {
+    "agentnb.errors": 1,
+    "agentnb._aio": 1,
+    "agentnb._json": 1,
+    "agentnb.store": 2,
+    "agentnb.graph.state": 2,
+    "agentnb.graph": 3,
+    "agentnb.fsm": 3,
+    "agentnb.examples": 3,
+    "agentnb.resilience": 3,
+    "agentnb.render": 4,
+    "agentnb.widgets": 5,
+    "agentnb.cli": 5,
+    "agentnb.metrics": 5,
+}
+TOP = {"agentnb.widgets", "agentnb.cli", "agentnb.metrics"}
+
+
+def level(module: str) -> tuple[int, str]:
+    best = max((k for k in LEVELS if module == k or module.startswith(k + ".")), key=len)
+    return LEVELS[best], best
+
+
+def imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("agentnb.")}
+
+
+def test_imports_point_down_only() -> None:
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        if module == "agentnb":
+            continue
+        mine, part = level(module)
+        for target in imports(path):
+            theirs, their_part = level(target)
+            if theirs > mine or (their_part in TOP and their_part != part):
+                problems.append(f"{module} imports {target}")
+            if part.startswith("agentnb.graph") and target == "agentnb.store.sqlite":
+                problems.append(f"{module} imports a backend: {target}")
+    assert problems == []

@@ -1,0 +1,139 @@
+"""The ``agentnb`` command: output, exit codes (0 ok, 1 refused, 2 usage), no tracebacks."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentnb import SqliteCheckpointer, Status
+from agentnb.cli import main
+from agentnb.examples import build_refund_workflow
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> tuple[str, str, str]:
+    """A database with one pending run and one completed run."""
+    path = tmp_path / "runs.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        wf = build_refund_workflow(store)
+        pending = wf.start({"requested": 1000})
+        pending.run()
+        done = wf.start({"requested": 5})
+        done.run()
+    return str(path), pending.run_id, done.run_id
+
+
+def test_demo_walks_through_pause_restart_approval_duplicate_and_rejection(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = cli("demo")
+    assert code == 0
+    assert "paused before 'human_approval'" in out
+    assert "refused: ApprovalNotPending" in out
+    assert "-> rejected; simulated refunds: [1000]" in out
+    assert out.rstrip().endswith("Simulated refunds: [1000]")
+    assert "Traceback" not in out + capsys.readouterr().err
+
+
+def test_runs_lists_and_filters(db: tuple[str, str, str]) -> None:
+    path, pending, done = db
+    code, out = cli("runs", "--db", path)
+    assert code == 0
+    assert pending in out and done in out
+    code, out = cli("runs", "--db", path, "--status", "pending")
+    assert code == 0
+    assert pending in out and done not in out
+    assert cli("runs", "--db", path, "--status", "failed") == (0, "no runs with status failed\n")
+
+
+def test_show_prints_status_events_state_and_json(db: tuple[str, str, str]) -> None:
+    path, pending, _ = db
+    code, out = cli("show", pending, "--db", path)
+    assert code == 0
+    assert "pending: waiting for a decision before 'human_approval'" in out
+    assert "interrupted" in out and '"amount": 1000' in out
+    code, out = cli("show", pending, "--db", path, "--json")
+    data = json.loads(out)
+    assert data["status"] == "pending"
+    assert [e["type"] for e in data["events"]][-1] == "interrupted"
+
+
+def test_approve_records_a_decision_that_a_worker_then_continues(
+    db: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, pending, _ = db
+    code, out = cli("approve", pending, "--db", path, "--as", "ada", "--comment", "fine")
+    assert code == 0
+    assert "waiting for a worker with the workflow code" in out
+    code, _ = cli("approve", pending, "--db", path, "--as", "bob")
+    assert code == 1
+    assert "refused" in capsys.readouterr().err
+    refunds: list[int] = []
+    with SqliteCheckpointer(path) as store:
+        run = build_refund_workflow(store, refunds).attach(pending)
+        assert run.status == Status.APPROVED
+        run.run()
+        assert run.status == Status.COMPLETED
+        assert [(d.approver, d.accepted) for d in store.decisions(pending)] == [
+            ("ada", True),
+            ("bob", False),
+        ]
+    assert refunds == [1000]
+
+
+def test_reject_with_a_stale_digest_is_refused(
+    db: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, pending, _ = db
+    code, _ = cli("reject", pending, "--db", path, "--as", "ada", "--digest", "abc")
+    assert code == 1
+    assert "changed since it was shown" in capsys.readouterr().err
+    code, out = cli("reject", pending, "--db", path, "--as", "ada")
+    assert code == 0
+    assert "status: rejected" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["show", "nope", "--db", "{db}"], 1, "no run 'nope'"),
+        (["approve", "nope", "--db", "{db}", "--as", "x"], 1, "no run 'nope'"),
+        (["runs", "--db", "{missing}"], 2, "no database at"),
+        (["runs", "--db", "{db}", "--status", "weird"], 2, "is not a status"),
+        (["approve", "x", "--db", "{db}"], 2, "--as"),
+        (["frobnicate"], 2, "invalid choice"),
+        ([], 2, "required"),
+    ],
+)
+def test_mistakes_give_a_message_and_an_exit_code_never_a_traceback(
+    db: tuple[str, str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    code: int,
+    message: str,
+) -> None:
+    args = [a.format(db=db[0], missing=tmp_path / "missing.sqlite3") for a in argv]
+    assert cli(*args)[0] == code
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_the_console_script_runs_as_a_module() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "agentnb.cli", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0
+    assert out.stdout.startswith("agentnb ")
