@@ -50,10 +50,12 @@ def test_runs_lists_and_filters(db: tuple[str, str, str]) -> None:
     path, pending, done = db
     code, out = cli("runs", "--db", path)
     assert code == 0
-    assert pending in out and done in out
+    assert pending in out
+    assert done in out
     code, out = cli("runs", "--db", path, "--status", "pending")
     assert code == 0
-    assert pending in out and done not in out
+    assert pending in out
+    assert done not in out
     assert cli("runs", "--db", path, "--status", "failed") == (0, "no runs with status failed\n")
 
 
@@ -62,7 +64,8 @@ def test_show_prints_status_events_state_and_json(db: tuple[str, str, str]) -> N
     code, out = cli("show", pending, "--db", path)
     assert code == 0
     assert "pending: waiting for a decision before 'human_approval'" in out
-    assert "interrupted" in out and '"amount": 1000' in out
+    assert "interrupted" in out
+    assert '"amount": 1000' in out
     code, out = cli("show", pending, "--db", path, "--json")
     data = json.loads(out)
     assert data["status"] == "pending"

@@ -18,7 +18,8 @@ def python_blocks() -> list[str]:
 def test_the_readme_has_runnable_examples_and_shows_both_commands() -> None:
     text = README.read_text()
     assert len(python_blocks()) >= 4
-    assert "make demo" in text and "make test" in text
+    assert "make demo" in text
+    assert "make test" in text
     assert text.index("make demo") < text.index("```python")
 
 

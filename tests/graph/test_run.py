@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ def chain(*names: str, store: Checkpointer | None = None, **compile_args: Any) -
     for name in names:
         g.add_node(name, counting(name, {name: True}))
     g.set_entry_point(names[0])
-    for a, b in zip(names, names[1:], strict=False):
+    for a, b in itertools.pairwise(names):
         g.add_edge(a, b)
     return g
 
@@ -108,7 +109,7 @@ def test_small_refunds_need_no_approval(store: Checkpointer) -> None:
 def test_resume_with_rejection_never_runs_the_node(store: Checkpointer) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({}))[0].run_id
+    run_id = next(iter(wf.stream({}))).run_id
     events = list(wf.resume(run_id, "rejected", approver="ada", comment="no"))
     assert types(events) == ["rejected"]
     assert events[0].payload["comment"] == "no"
@@ -120,7 +121,7 @@ def test_resume_with_rejection_never_runs_the_node(store: Checkpointer) -> None:
 def test_resume_refuses_an_invalid_decision_without_approving(store: Checkpointer) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({}))[0].run_id
+    run_id = next(iter(wf.stream({}))).run_id
     for bad in ("yes", "approve", "APPROVED", ""):
         with pytest.raises(InvalidDecision):
             wf.resume(run_id, bad, approver="ada")
@@ -147,7 +148,7 @@ def test_a_duplicate_approval_is_refused_and_the_refund_happens_once(
 ) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({}))[0].run_id
+    run_id = next(iter(wf.stream({}))).run_id
     list(wf.resume(run_id, "approved", approver="ada"))
     with pytest.raises(ApprovalNotPending):
         list(wf.resume(run_id, "approved", approver="ada"))

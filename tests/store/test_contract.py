@@ -154,7 +154,8 @@ def test_commit_writes_checkpoint_events_and_row_together(store: Checkpointer) -
 def test_a_pending_run_is_approved_exactly_once(store: Checkpointer) -> None:
     run = pending_run(store)
     decision = store.decide(run.run_id, "approved", "ada", comment="ok")
-    assert decision.accepted and decision.node == "human_approval"
+    assert decision.accepted
+    assert decision.node == "human_approval"
     assert store.get_run(run.run_id).status == Status.APPROVED
     with pytest.raises(ApprovalNotPending) as refused:
         store.decide(run.run_id, "approved", "bob")
