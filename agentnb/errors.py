@@ -272,7 +272,7 @@ class ApprovalNotPending(DecisionError):
         self.decided_by = decided_by
         by = f" (decided by {decided_by})" if decided_by else ""
         super().__init__(
-            f"run {run_id!r} is not pending approval: its status is {status!r}{by}. "
+            f"run {run_id!r} is not pending approval: its status is '{status}'{by}. "
             "A decision is taken once; check `agentnb show RUN` for who decided."
         )
 
