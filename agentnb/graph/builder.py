@@ -93,7 +93,10 @@ def _arity(fn: NodeFn, name: str) -> bool:
             culprit=name,
             fix="A node is fn(state) or fn(state, ctx) and returns a dict of changes or None.",
         )
-    return len(positional) >= 2 or varargs
+    # A second parameter with a default (``lambda state, i=i: ...``) is the caller's own;
+    # it receives ctx only when it is required or named for it.
+    named_ctx = len(positional) >= 2 and positional[1].name in ("ctx", "context")
+    return len(required) >= 2 or named_ctx or varargs
 
 
 def _is_async(fn: NodeFn) -> bool:

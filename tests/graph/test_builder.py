@@ -147,3 +147,21 @@ def test_shape_digest_changes_with_structure_not_with_functions() -> None:
 
     assert build(noop, False) == build(lambda s: {"x": 1}, False)
     assert build(noop, False) != build(noop, True)
+
+
+def test_ctx_is_passed_only_to_nodes_that_ask_for_it() -> None:
+    def with_ctx(state: Any, ctx: Any) -> None: ...
+    def named(state: Any, ctx: Any = None) -> None: ...
+    def star(*args: Any) -> None: ...
+
+    g = StateGraph("t")
+    g.add_node("plain", noop).add_node("with_ctx", with_ctx).add_node("named", named)
+    g.add_node("default", lambda state, i=3: None).add_node("star", star)
+    takes = {name: spec.takes_ctx for name, spec in g.nodes.items()}
+    assert takes == {
+        "plain": False,
+        "with_ctx": True,
+        "named": True,
+        "default": False,
+        "star": True,
+    }

@@ -1,0 +1,215 @@
+"""Runtime benchmark: cost per step and per approval cycle, beside raw SQLite floors.
+
+Run with ``make bench`` (or ``python bench/bench_runtime.py``). Every figure is measured in
+this run, next to a floor measured in the same run on the same machine:
+
+* µs per step for a 200-node chain, in memory and with SQLite checkpoints;
+* the durable-step floor: plain sqlite3, one INSERT + COMMIT per step, same pragmas;
+* ms per approval cycle (start → pause → reopen the store → approve → done);
+* the approval floor: one INSERT + one conditional UPDATE ... RETURNING, same pragmas;
+* ``import agentnb``: time and resident memory in a fresh interpreter.
+
+Targets: ≤ 25 µs/step in memory; ≤ 1.5x the floor per durable step; ≤ 3x the approval
+floor per cycle; import ≤ 100 ms and ≤ 25 MiB.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph, Workflow  # noqa: E402
+from agentnb.examples import build_refund_workflow  # noqa: E402
+
+NODES = 200
+REPEATS = 7
+
+
+def best_of(fn: Callable[[], float], repeats: int = REPEATS) -> float:
+    """The median of ``repeats`` measurements (each already a per-unit figure)."""
+    fn()  # warm-up: imports, statement caches, page cache
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def chain(store: object, nodes: int = NODES) -> Workflow:
+    g = StateGraph("chain")
+    for i in range(nodes):
+        g.add_node(f"n{i}", lambda state, i=i: {"count": i, "last": f"n{i}"})
+    g.set_entry_point("n0")
+    for i in range(nodes - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    return g.compile(store, max_steps=nodes + 1)  # type: ignore[arg-type]
+
+
+def per_step(make_store: Callable[[], object]) -> Callable[[], float]:
+    def measure() -> float:
+        store = make_store()
+        wf = chain(store)
+        run = wf.start({"count": 0, "messages": []})
+        t = time.perf_counter()
+        run.run()
+        elapsed = time.perf_counter() - t
+        assert run.status == "completed"
+        close = getattr(store, "close", None)
+        if close:
+            close()
+        return elapsed / NODES * 1e6
+
+    return measure
+
+
+def connect(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    return db
+
+
+def step_floor(folder: Path) -> Callable[[], float]:
+    """Plain sqlite3: one INSERT + COMMIT per step of a similar checkpoint row."""
+    counter = iter(range(10**9))
+
+    def measure() -> float:
+        db = connect(str(folder / f"floor{next(counter)}.sqlite3"))
+        db.execute("CREATE TABLE cp (run TEXT, step INT, state TEXT, PRIMARY KEY (run, step))")
+        t = time.perf_counter()
+        for i in range(NODES):
+            state = json.dumps({"count": i, "last": f"n{i}", "messages": []})
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO cp VALUES (?, ?, ?)", ("r", i, state))
+            db.execute("COMMIT")
+        elapsed = time.perf_counter() - t
+        db.close()
+        return elapsed / NODES * 1e6
+
+    return measure
+
+
+def approval_cycle(folder: Path) -> Callable[[], float]:
+    counter = iter(range(10**9))
+
+    def measure() -> float:
+        path = str(folder / f"cycle{next(counter)}.sqlite3")
+        SqliteCheckpointer(path).close()  # schema creation is not part of the cycle
+        refunds: list[int] = []
+        t = time.perf_counter()
+        store = SqliteCheckpointer(path)
+        run = build_refund_workflow(store, refunds).start({"requested": 1000})
+        run.run()
+        run_id = run.run_id
+        store.close()
+        store = SqliteCheckpointer(path)
+        again = build_refund_workflow(store, refunds).attach(run_id)
+        again.approve(by="bench")
+        again.run()
+        elapsed = time.perf_counter() - t
+        assert again.status == "completed"
+        assert refunds == [1000]
+        store.close()
+        return elapsed * 1e3
+
+    return measure
+
+
+def approval_floor(folder: Path) -> Callable[[], float]:
+    counter = iter(range(10**9))
+
+    def measure() -> float:
+        db = connect(str(folder / f"afloor{next(counter)}.sqlite3"))
+        db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, status TEXT, state TEXT)")
+        t = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO runs VALUES ('r', 'pending', ?)", (json.dumps({"amount": 1000}),))
+        db.execute("COMMIT")
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute(
+            "UPDATE runs SET status = 'running' WHERE id = 'r' AND status = 'pending' "
+            "RETURNING state"
+        ).fetchone()
+        db.execute("COMMIT")
+        elapsed = time.perf_counter() - t
+        assert row is not None
+        db.close()
+        return elapsed * 1e3
+
+    return measure
+
+
+def import_cost() -> tuple[float, float, float]:
+    code = (
+        "import resource, time; t = time.perf_counter(); import agentnb; "
+        "print((time.perf_counter() - t) * 1e3, resource.getrusage(resource.RUSAGE_SELF)"
+        ".ru_maxrss / 1024)"
+    )
+    bare = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    root = str(Path(__file__).resolve().parents[1])
+    runs = []
+    for _ in range(5):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+        )
+        ms, rss = map(float, out.stdout.split())
+        runs.append((ms, rss))
+    base = float(
+        subprocess.run([sys.executable, "-c", bare], capture_output=True, text=True).stdout
+    )
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), base
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        counter = iter(range(10**9))
+        memory = best_of(per_step(MemoryCheckpointer))
+        durable = best_of(
+            per_step(lambda: SqliteCheckpointer(folder / f"steps{next(counter)}.sqlite3"))
+        )
+        floor = best_of(step_floor(folder))
+        cycle = best_of(approval_cycle(folder))
+        afloor = best_of(approval_floor(folder))
+    ms, rss, base_rss = import_cost()
+
+    rows = [
+        ("step, in memory", f"{memory:8.1f} µs", "", "≤ 25 µs", memory <= 25),
+        (
+            "step, SQLite checkpoint",
+            f"{durable:8.1f} µs",
+            f"{durable / floor:5.2f}x floor {floor:.1f} µs",
+            "≤ 1.5x",
+            durable / floor <= 1.5,
+        ),
+        (
+            "approval cycle",
+            f"{cycle:8.2f} ms",
+            f"{cycle / afloor:5.2f}x floor {afloor:.3f} ms",
+            "≤ 3x",
+            cycle / afloor <= 3,
+        ),
+        ("import agentnb: time", f"{ms:8.1f} ms", "", "≤ 100 ms", ms <= 100),
+        (
+            "import agentnb: RSS",
+            f"{rss:8.1f} MiB",
+            f"(bare python {base_rss:.1f} MiB)",
+            "≤ 25 MiB",
+            rss <= 25,
+        ),
+    ]
+    print(f"agentnb runtime benchmark — {NODES}-node chain, median of {REPEATS}, Python "
+          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}")
+    print(f"{'what':<26}{'measured':>14}   {'vs floor':<30}{'target':<10}met")
+    for name, value, ratio, target, met in rows:
+        print(f"{name:<26}{value:>14}   {ratio:<30}{target:<10}{'yes' if met else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
