@@ -3,12 +3,12 @@
 agentnb writes every operation once, as a coroutine, and offers a sync twin that calls
 :func:`run_sync`. A sync call must return a value — never a coroutine — in three places:
 
-* a script or pytest, where no loop runs in this thread: the coroutine runs on a
-  long-lived :class:`asyncio.Runner` owned by the thread, so async generators and other
-  loop-bound objects survive between calls, and Ctrl-C cancels the running task (the run
-  is recorded ``cancelled``) before ``KeyboardInterrupt`` propagates;
-* a Jupyter kernel (or any code already inside a running loop): the coroutine is handed to
-  one background thread with its own loop, and the caller's thread waits. Blocking the
+* a script or pytest, where no loop runs in the main thread: the coroutine runs on a
+  long-lived :class:`asyncio.Runner`, so async generators and other loop-bound objects
+  survive between calls, and Ctrl-C cancels the running task (the run is recorded
+  ``cancelled``) before ``KeyboardInterrupt`` propagates;
+* a Jupyter kernel (or any code already inside a running loop), or any other thread: the
+  coroutine is handed to one background thread with its own loop, and the caller waits. Blocking the
   kernel's loop for the duration is what a sync call means; an interrupt (the notebook's
   stop button) cancels the task there, waits for it to record the cancellation, then
   re-raises ``KeyboardInterrupt``.
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_local = threading.local()
+_main_runner: asyncio.Runner | None = None
 _background_lock = threading.Lock()
 _background: _BackgroundLoop | None = None
 
@@ -77,16 +77,14 @@ def _get_background() -> _BackgroundLoop:
         return _background
 
 
-def _thread_runner() -> asyncio.Runner:
-    runner: asyncio.Runner | None = getattr(_local, "runner", None)
-    if runner is None:
+def _main_loop_runner() -> asyncio.Runner:
+    global _main_runner
+    if _main_runner is None:
         import asyncio
 
-        runner = asyncio.Runner()
-        _local.runner = runner
-        if threading.current_thread() is threading.main_thread():
-            atexit.register(runner.close)
-    return runner
+        _main_runner = asyncio.Runner()
+        atexit.register(_main_runner.close)
+    return _main_runner
 
 
 def in_running_loop() -> bool:
@@ -106,8 +104,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
     Works in scripts, in pytest and inside a running Jupyter kernel.
     """
-    if not in_running_loop():
-        return _thread_runner().run(coro)
+    if not in_running_loop() and threading.current_thread() is threading.main_thread():
+        return _main_loop_runner().run(coro)
     if threading.current_thread() is getattr(_background, "thread", None):
         # A sync call from code already running on the background loop (a sync node calling
         # a sync API): that loop cannot wait on itself, so use a short-lived thread.

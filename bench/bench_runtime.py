@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph, Workflow  # noqa: E402
-from agentnb.examples import build_refund_workflow  # noqa: E402
+from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph, Workflow
+from agentnb.examples import build_refund_workflow
 
 NODES = 200
 REPEATS = 7
@@ -146,12 +146,15 @@ def approval_floor(folder: Path) -> Callable[[], float]:
 
 
 def import_cost() -> tuple[float, float, float]:
-    code = (
-        "import resource, time; t = time.perf_counter(); import agentnb; "
-        "print((time.perf_counter() - t) * 1e3, resource.getrusage(resource.RUSAGE_SELF)"
-        ".ru_maxrss / 1024)"
+    # Peak RSS from /proc (VmHWM): ru_maxrss would include the parent's size before exec.
+    hwm = (
+        "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) / 1024"
     )
-    bare = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    code = (
+        "import time; t = time.perf_counter(); import agentnb; "
+        f"print((time.perf_counter() - t) * 1e3, {hwm})"
+    )
+    bare = f"print({hwm})"
     root = str(Path(__file__).resolve().parents[1])
     runs = []
     for _ in range(5):
@@ -204,8 +207,10 @@ def main() -> None:
             rss <= 25,
         ),
     ]
-    print(f"agentnb runtime benchmark — {NODES}-node chain, median of {REPEATS}, Python "
-          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}")
+    print(
+        f"agentnb runtime benchmark — {NODES}-node chain, median of {REPEATS}, Python "
+        f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}"
+    )
     print(f"{'what':<26}{'measured':>14}   {'vs floor':<30}{'target':<10}met")
     for name, value, ratio, target, met in rows:
         print(f"{name:<26}{value:>14}   {ratio:<30}{target:<10}{'yes' if met else 'NO'}")

@@ -1,14 +1,15 @@
 """The loop that executes nodes: one lease, one transaction per step, events as they happen.
 
 For each node: emit ``node_start``, call the node on a fresh copy of the state, check the
-delta is JSON, merge it, route, then write checkpoint + events + run row in one commit and
-emit the rest. A pause (interrupt) or the end is folded into the same commit as the step
-that reaches it, so a durable step costs one transaction.
+delta is JSON, merge it, route, then write checkpoint + events in one commit and emit the
+rest. A pause (interrupt) or the end is folded into the same commit as the step that
+reaches it, so a durable step costs one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Driver"]
 
+_YIELD_EVERY = 0.005
+"""Seconds between forced trips to the event loop, so cancellation lands even when every
+node is synchronous (and other tasks, like a widget's, keep running)."""
+
+_RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
+_NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
+
 
 class Driver:
     """Drives one :class:`~agentnb.graph.run.Run` for the duration of one call."""
@@ -45,19 +53,25 @@ class Driver:
         self.seq = 0
         self.released = False
         self.pending: list[Event] = []  # events of the step in flight, not yet committed
+        # Where the run stands after the last commit, mirrored into run._record at the end.
+        self.status = Status.RUNNING
+        self.node = ""
+        self.step = 0
+        self.error: dict[str, Any] | None = None
+        self.digest: str | None = None
 
     def _event(self, type: str, node: str | None, step: int, payload: dict[str, Any]) -> Event:
         self.seq += 1
         return Event(self.run_id, self.seq, step, type, node, payload, time.time())
 
-    def _commit(self, change: StepCommit) -> RunRecord:
-        record = self.store.commit(
+    def _commit(self, change: StepCommit) -> None:
+        self.store.commit(
             self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds
         )
         self.released = change.release
         self.pending = []
-        self.run._record = record
-        return record
+        self.status, self.node, self.step = change.status, change.node, change.step
+        self.error, self.digest = change.error, change.pending_digest
 
     def _stop(
         self, status: Status, node: str, step: int, event: Event, error: BaseException | None
@@ -80,6 +94,8 @@ class Driver:
         record = self.store.acquire(self.run_id, run.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
         run._sync(record)
+        self.status, self.node, self.step = record.status, record.node, record.step
+        self.error, self.digest = record.error, record.pending_digest
         try:
             if record.status == Status.PENDING or record.status.finished:
                 return
@@ -88,6 +104,17 @@ class Driver:
         finally:
             if not self.released:
                 self.store.release(self.run_id, self.fence)
+            run._record = dataclasses.replace(
+                record,
+                status=self.status,
+                node=self.node,
+                step=self.step,
+                seq=self.seq or record.seq,
+                error=self.error,
+                pending_digest=self.digest,
+                lease_owner=None,
+                lease_expires=None,
+            )
 
     async def _loop(self, record: RunRecord, max_nodes: int | None) -> AsyncIterator[Event]:
         run, wf = self.run, self.workflow
@@ -95,11 +122,13 @@ class Driver:
         node, step = record.node, record.step
         approved = record.status == Status.APPROVED
         state, state_json = run._state, run._state_json
+        before, after_nodes = wf.interrupts_before, wf.interrupts_after
         executed = 0
+        last_yield = time.monotonic()
         try:
             while True:
                 if node == END:
-                    yield self._finish(state, state_json, step)
+                    yield self._finish(state_json, step)
                     return
                 if max_nodes is not None and executed >= max_nodes:
                     return
@@ -109,78 +138,53 @@ class Driver:
                         Status.FAILED, node, step, self._failed(node, step, error), error
                     )
                     raise error
-                if node in wf.interrupts_before and not approved:
-                    yield self._pause(node, "before", None, step, state_json)
+                if node in before and not approved:
+                    yield self._pause(node, step, state_json)
                     return
                 approved = False
 
-                start = self._event(EventType.NODE_START, node, step, {})
+                start = self._event(_NODE_START, node, step, {})
                 self.pending = [start]
                 yield start
-                delta, custom = await self._call(node, step, state_json)
+                delta = await self._call(node, step, state_json)
                 new_state, new_json, nxt = self._advance(node, step, state, delta)
-
                 step += 1
                 executed += 1
-                update = self._event(
-                    EventType.STATE_UPDATE, node, step, {"delta": delta, "next": nxt}
-                )
-                self.pending.extend(custom)
-                self.pending.append(update)
-                after = node in wf.interrupts_after
-                if after or (nxt in wf.interrupts_before):
+                events = self.pending
+                events.append(self._event(_STATE_UPDATE, node, step, {"delta": delta, "next": nxt}))
+                after = node in after_nodes
+                checkpoint = CheckpointWrite(step, nxt, new_json)
+                if after or nxt in before:
                     digest = pending_digest(self.run_id, nxt, step, new_json)
-                    paused = self._event(
-                        EventType.INTERRUPTED,
-                        nxt,
-                        step,
-                        {
-                            "when": "after" if after else "before",
-                            "after": node if after else None,
-                            "digest": digest,
-                            "state": loads(new_json),
-                        },
-                    )
+                    payload = {
+                        "when": "after" if after else "before",
+                        "after": node if after else None,
+                        "digest": digest,
+                        "state": loads(new_json),
+                    }
+                    events.append(self._event(EventType.INTERRUPTED, nxt, step, payload))
                     change = StepCommit(
-                        Status.PENDING,
-                        nxt,
-                        step,
-                        [*self.pending, paused],
-                        CheckpointWrite(step, nxt, new_json),
-                        pending_digest=digest,
-                        release=True,
+                        _PENDING, nxt, step, events, checkpoint, None, digest, release=True
                     )
                 elif nxt == END:
-                    done = self._event(EventType.COMPLETED, END, step, {"state": loads(new_json)})
-                    change = StepCommit(
-                        Status.COMPLETED,
-                        END,
-                        step,
-                        [*self.pending, done],
-                        CheckpointWrite(step, END, new_json),
-                        release=True,
+                    events.append(
+                        self._event(EventType.COMPLETED, END, step, {"state": loads(new_json)})
                     )
+                    change = StepCommit(_COMPLETED, END, step, events, checkpoint, release=True)
                 else:
-                    change = StepCommit(
-                        Status.RUNNING,
-                        nxt,
-                        step,
-                        list(self.pending),
-                        CheckpointWrite(step, nxt, new_json),
-                    )
-                committed = change.events
-                ends = change.status != Status.RUNNING
+                    change = StepCommit(_RUNNING, nxt, step, events, checkpoint)
                 self._commit(change)
                 state, state_json = new_state, new_json
                 run._state, run._state_json = new_state, new_json
-                for event in committed[1:]:
+                for event in events[1:]:
                     yield event
-                if ends:
+                if change.status is not _RUNNING:
                     return
                 node = nxt
-                # A cancellation point between nodes, so a cancelled run stops at a boundary
-                # even when its nodes are all synchronous.
-                await asyncio.sleep(0)
+                now = time.monotonic()
+                if now - last_yield > _YIELD_EVERY:
+                    last_yield = now
+                    await asyncio.sleep(0)
         except (asyncio.CancelledError, KeyboardInterrupt) as exc:
             if not self.released:
                 cancelled = self._event(
@@ -189,22 +193,23 @@ class Driver:
                 self._stop(Status.CANCELLED, node, step, cancelled, None)
             raise
 
-    async def _call(
-        self, node: str, step: int, state_json: str
-    ) -> tuple[dict[str, Any], list[Event]]:
+    async def _call(self, node: str, step: int, state_json: str) -> dict[str, Any]:
         """Run the node on a fresh copy of the state; return its checked delta."""
         from agentnb.graph.run import NodeContext
 
         spec = self.workflow.nodes[node]
-        ctx = NodeContext(self.run, node, step)
         try:
-            arg = loads(state_json)
-            result = spec.fn(arg, ctx) if spec.takes_ctx else spec.fn(arg)
+            if spec.takes_ctx:
+                ctx = NodeContext(self.run, node, step)
+                result = spec.fn(loads(state_json), ctx)
+            else:
+                ctx = None
+                result = spec.fn(loads(state_json))
             if inspect.isawaitable(result):
                 result = await result
             if result is None:
                 result = {}
-            elif not isinstance(result, dict):
+            elif type(result) is not dict and not isinstance(result, dict):
                 raise TypeError(
                     f"a node returns a dict of changes or None, not {type(result).__name__}"
                 )
@@ -213,13 +218,15 @@ class Driver:
             self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
             raise error from exc
         try:
-            check(result, root=f"delta of {node!r}")
-            delta: dict[str, Any] = loads(dumps(result))
+            delta: dict[str, Any] = loads(dumps(result, root=f"delta of {node!r}"))
+            if delta != result:  # tuples became lists (fine) or keys became strings (not)
+                check(result, root=f"delta of {node!r}")
         except InvalidState as exc:
             self._stop(Status.FAILED, node, step, self._failed(node, step, exc), exc)
             raise
-        custom = [self._event(kind, node, step + 1, payload) for kind, payload in ctx._events]
-        return delta, custom
+        if ctx is not None and ctx._events:
+            self.pending.extend(self._event(k, node, step + 1, p) for k, p in ctx._events)
+        return delta
 
     def _advance(
         self, node: str, step: int, state: dict[str, Any], delta: dict[str, Any]
@@ -236,9 +243,10 @@ class Driver:
             error = NodeFailed(self.run_id, node, step, exc)
             self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
             raise error from exc
+        if node not in wf.branches:
+            return new_state, new_json, wf.edges.get(node, END)
         try:
-            view = loads(new_json) if node in wf.branches else new_state
-            nxt = wf.route(node, view, run_id=self.run_id)
+            nxt = wf.route(node, loads(new_json), run_id=self.run_id)
         except RoutingError as exc:
             self._stop(Status.FAILED, node, step, self._failed(node, step, exc), exc)
             raise
@@ -251,21 +259,21 @@ class Driver:
             payload["cause"] = describe(cause)
         return self._event(EventType.FAILED, node, step, payload)
 
-    def _pause(self, node: str, when: str, after: str | None, step: int, state_json: str) -> Event:
+    def _pause(self, node: str, step: int, state_json: str) -> Event:
         """Pause before ``node`` with the state unchanged (entry interrupt, continued run)."""
         digest = pending_digest(self.run_id, node, step, state_json)
         event = self._event(
             EventType.INTERRUPTED,
             node,
             step,
-            {"when": when, "after": after, "digest": digest, "state": loads(state_json)},
+            {"when": "before", "after": None, "digest": digest, "state": loads(state_json)},
         )
         self._commit(
             StepCommit(Status.PENDING, node, step, [event], pending_digest=digest, release=True)
         )
         return event
 
-    def _finish(self, state: dict[str, Any], state_json: str, step: int) -> Event:
+    def _finish(self, state_json: str, step: int) -> Event:
         event = self._event(EventType.COMPLETED, END, step, {"state": loads(state_json)})
         self._commit(StepCommit(Status.COMPLETED, END, step, [event], release=True))
         return event

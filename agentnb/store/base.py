@@ -179,12 +179,11 @@ class Checkpointer(ABC):
         """
 
     @abstractmethod
-    def commit(
-        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
-    ) -> RunRecord:
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
         """Apply one step atomically if ``fence`` still owns the run; else ``LeaseLost``.
 
-        Renews the lease for ``lease_seconds`` unless ``change.release``.
+        ``change.events`` must not be empty. The lease is renewed to ``lease_seconds``
+        whenever less than half of it is left, and given up if ``change.release``.
         """
 
     @abstractmethod

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from agentnb._json import loads
 from agentnb.errors import (
     ApprovalNotPending,
+    LeaseLost,
     RunBusy,
     RunNotFound,
     StaleApproval,
@@ -97,34 +98,30 @@ class MemoryCheckpointer(Checkpointer):
             self._runs[run_id] = run
             return run
 
-    def commit(
-        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
-    ) -> RunRecord:
-        from agentnb.errors import LeaseLost
-
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
         with self._lock:
             run = self._get(run_id)
             if run.fence != fence or run.lease_owner is None:
                 raise LeaseLost(run_id, fence)
+            if not change.events:
+                raise StoreError("a commit must carry at least one event")
             now = time.time()
             if change.checkpoint is not None:
                 cp = change.checkpoint
                 self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now)
             self._events[run_id].extend(change.events)
-            run = dataclasses.replace(
+            self._runs[run_id] = dataclasses.replace(
                 run,
                 status=change.status,
                 node=change.node,
                 step=change.step,
-                seq=change.events[-1].seq if change.events else run.seq,
+                seq=change.events[-1].seq,
                 updated_at=now,
                 error=change.error,
                 pending_digest=change.pending_digest,
                 lease_owner=None if change.release else run.lease_owner,
                 lease_expires=None if change.release else now + lease_seconds,
             )
-            self._runs[run_id] = run
-            return run
 
     def release(self, run_id: str, fence: int) -> None:
         with self._lock:

@@ -54,11 +54,14 @@ MIGRATIONS = ("sqlite_0001_initial.sql",)
 LATEST = len(MIGRATIONS)
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
-_RUN_COLUMNS = (
-    "run_id, graph, shape, status, node, step, seq, max_steps, created_at, updated_at, error, "
-    "pending_digest, decided_by, decided_at, lease_owner, lease_expires, fence"
+# A run's row joined with its latest journal entry (which says where the run stands).
+_RUN_SELECT = (
+    "SELECT r.run_id, r.graph, r.shape, r.status, e.node, e.step, e.seq, r.max_steps, "
+    "r.created_at, max(r.status_at, e.at), r.error, r.pending_digest, r.decided_by, "
+    "r.decided_at, r.lease_owner, r.lease_expires, r.fence "
+    "FROM runs r JOIN entries e ON e.run_id = r.run_id "
+    "AND e.seq = (SELECT max(seq) FROM entries WHERE run_id = r.run_id)"
 )
-_EVENT_COLUMNS = "run_id, seq, step, type, node, payload, at"
 _DECISION_COLUMNS = (
     "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
     "accepted, reason, at"
@@ -88,8 +91,12 @@ def _run(row: Sequence[Any]) -> RunRecord:
     )
 
 
-def _event(row: Sequence[Any]) -> Event:
-    return Event(row[0], row[1], row[2], row[3], row[4], loads(row[5]), row[6])
+def _pack(events: Sequence[Event]) -> str:
+    return dumps([[e.seq, e.step, e.type, e.node, e.payload, e.at] for e in events])
+
+
+def _unpack(run_id: str, text: str) -> list[Event]:
+    return [Event(run_id, *fields) for fields in loads(text)]
 
 
 def _decision(row: Sequence[Any]) -> Decision:
@@ -249,26 +256,16 @@ class SqliteCheckpointer(Checkpointer):
         with self._write() as db:
             try:
                 db.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, "
+                    "status_at, fence) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                     (
                         run.run_id,
                         run.graph,
                         run.shape,
                         str(run.status),
-                        run.node,
-                        run.step,
-                        run.seq,
                         run.max_steps,
                         run.created_at,
-                        run.updated_at,
-                        None if run.error is None else dumps(run.error),
-                        run.pending_digest,
-                        None,
-                        None,
-                        run.lease_owner,
-                        run.lease_expires,
-                        run.fence,
+                        run.created_at,
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -276,31 +273,35 @@ class SqliteCheckpointer(Checkpointer):
                     f"a run with id {run.run_id!r} already exists; pick a new id"
                 ) from None
             db.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
-                (run.run_id, checkpoint.step, checkpoint.node, checkpoint.state_json, time.time()),
+                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.run_id,
+                    events[-1].seq,
+                    checkpoint.step,
+                    checkpoint.node,
+                    checkpoint.state_json,
+                    _pack(events),
+                    run.created_at,
+                ),
             )
-            self._insert_events(db, events)
 
-    @staticmethod
-    def _insert_events(db: sqlite3.Connection, events: Sequence[Event]) -> None:
-        db.executemany(
-            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(e.run_id, e.seq, e.step, e.type, e.node, dumps(e.payload), e.at) for e in events],
-        )
+    def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
+        row = db.execute(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        return _run(row)
 
     def get_run(self, run_id: str) -> RunRecord:
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
-        if not rows:
-            raise RunNotFound(run_id)
-        return _run(rows[0])
+        with self._lock:
+            self._check_open()
+            return self._get(self._db, run_id)
 
     def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
         if status is None:
-            rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC")
+            rows = self._read(f"{_RUN_SELECT} ORDER BY r.created_at DESC")
         else:
             rows = self._read(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at DESC",
-                (str(status),),
+                f"{_RUN_SELECT} WHERE r.status = ? ORDER BY r.created_at DESC", (str(status),)
             )
         return [_run(r) for r in rows]
 
@@ -310,39 +311,64 @@ class SqliteCheckpointer(Checkpointer):
         self, run_id: str, owner: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     ) -> RunRecord:
         with self._write() as db:
-            row = db.execute(
-                "SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if row is None:
-                raise RunNotFound(run_id)
-            holder, expires = row
             now = time.time()
-            if holder not in (None, owner) and expires > now and not owner_is_dead(holder):
-                raise RunBusy(run_id, holder, expires)
-            updated = db.execute(
+            # The claim is a conditional update: free, expired or already ours.
+            claimed = db.execute(
                 "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-                f"WHERE run_id = ? RETURNING {_RUN_COLUMNS}",
-                (owner, now + lease_seconds, run_id),
-            ).fetchone()
-        return _run(updated)
+                "WHERE run_id = ? AND (lease_owner IS NULL OR lease_owner = ? "
+                "OR lease_expires <= ?)",
+                (owner, now + lease_seconds, run_id, owner, now),
+            ).rowcount
+            if not claimed:
+                row = db.execute(
+                    "SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if row is None:
+                    raise RunNotFound(run_id)
+                holder, expires = row
+                if not owner_is_dead(holder):
+                    raise RunBusy(run_id, holder, expires)
+                db.execute(
+                    "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
+                    "WHERE run_id = ?",
+                    (owner, now + lease_seconds, run_id),
+                )
+            return self._get(db, run_id)
 
-    def commit(
-        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
-    ) -> RunRecord:
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
         now = time.time()
         events = change.events
+        if not events:
+            raise StoreError("a commit must carry at least one event")
+        cp = change.checkpoint
+        entry = (
+            run_id,
+            events[-1].seq,
+            change.step,
+            change.node,
+            None if cp is None else cp.state_json,
+            _pack(events),
+            now,
+        )
         with self._write() as db:
-            row = db.execute(
-                "UPDATE runs SET status = ?, node = ?, step = ?, seq = coalesce(?, seq), "
-                "updated_at = ?, error = ?, pending_digest = ?, "
-                "lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires = ? "
-                f"WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
-                f"RETURNING {_RUN_COLUMNS}",
+            # Fast path, the common step: the run stays running and the lease has more than
+            # half its time left, so the run's row does not change — one INSERT, fenced by
+            # a read of the row.
+            if change.status == Status.RUNNING and not change.release:
+                inserted = db.execute(
+                    "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
+                    "FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
+                    "AND status = 'running' AND lease_expires > ?)",
+                    (*entry, run_id, fence, now + lease_seconds / 2),
+                ).rowcount
+                if inserted:
+                    return
+            updated = db.execute(
+                "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
+                "lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, "
+                "lease_expires = ? WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
                 (
                     str(change.status),
-                    change.node,
-                    change.step,
-                    events[-1].seq if events else None,
                     now,
                     None if change.error is None else dumps(change.error),
                     change.pending_digest,
@@ -351,18 +377,10 @@ class SqliteCheckpointer(Checkpointer):
                     run_id,
                     fence,
                 ),
-            ).fetchone()
-            if row is None:
+            ).rowcount
+            if not updated:
                 raise LeaseLost(run_id, fence)
-            cp = change.checkpoint
-            if cp is not None:
-                db.execute(
-                    "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?)",
-                    (run_id, cp.step, cp.node, cp.state_json, now),
-                )
-            if events:
-                self._insert_events(db, events)
-        return _run(row)
+            db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", entry)
 
     def release(self, run_id: str, fence: int) -> None:
         with self._write() as db:
@@ -385,17 +403,19 @@ class SqliteCheckpointer(Checkpointer):
     ) -> Decision:
         check_decision(decision, approver)
         refusal: DecisionError | RunNotFound | None = None
+        node: str | None = None
+        step: int | None = None
+        digest: str | None = None
         with self._write() as db:
             now = time.time()
             row = db.execute(
-                "UPDATE runs SET status = ?, seq = seq + 1, decided_by = ?, decided_at = ?, "
-                "updated_at = ? WHERE run_id = ? AND status = 'pending' "
-                "AND (? IS NULL OR pending_digest = ?) "
-                "RETURNING node, step, seq, pending_digest",
+                "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, decided_at = ? "
+                "WHERE run_id = ? AND status = 'pending' AND (? IS NULL OR pending_digest = ?) "
+                "RETURNING pending_digest",
                 (
                     str(decision_status(decision)),
-                    approver,
                     now,
+                    approver,
                     now,
                     run_id,
                     expected_digest,
@@ -403,30 +423,34 @@ class SqliteCheckpointer(Checkpointer):
                 ),
             ).fetchone()
             if row is not None:
-                node, step, seq, digest = row
-                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-                payload = {"by": approver, "comment": comment, "digest": digest}
-                self._insert_events(db, [Event(run_id, seq, step, kind, node, payload, now)])
-                accepted, reason = True, None
-            else:
-                current = db.execute(
-                    "SELECT status, node, step, pending_digest, decided_by FROM runs "
-                    "WHERE run_id = ?",
+                digest = row[0]
+                seq, step, node = db.execute(
+                    "SELECT seq, step, node FROM entries WHERE run_id = ? "
+                    "ORDER BY seq DESC LIMIT 1",
                     (run_id,),
                 ).fetchone()
-                if current is None:
-                    node = step = digest = None
-                    refusal, reason = RunNotFound(run_id), "unknown run"
+                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+                payload = {"by": approver, "comment": comment, "digest": digest}
+                event = Event(run_id, seq + 1, step, kind, node, payload, now)
+                db.execute(
+                    "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, ?, ?)",
+                    (run_id, seq + 1, step, node, _pack([event]), now),
+                )
+                reason = None
+            else:
+                try:
+                    current = self._get(db, run_id)
+                except RunNotFound as missing:
+                    refusal, reason = missing, "unknown run"
                 else:
-                    status, node, step, digest, decided_by = current
-                    if status != Status.PENDING:
-                        refusal = ApprovalNotPending(run_id, status, decided_by)
-                        reason = f"not pending: {status}"
+                    node, step, digest = current.node, current.step, current.pending_digest
+                    if current.status != Status.PENDING:
+                        refusal = ApprovalNotPending(run_id, current.status, current.decided_by)
+                        reason = f"not pending: {current.status}"
                     else:
                         refusal = StaleApproval(run_id, expected_digest or "", digest or "")
                         reason = "stale: the pending state changed"
-                accepted = False
-            cursor = db.execute(
+            decision_id = db.execute(
                 f"INSERT INTO decisions ({_DECISION_COLUMNS}) "
                 "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
@@ -438,12 +462,11 @@ class SqliteCheckpointer(Checkpointer):
                     comment,
                     expected_digest,
                     digest,
-                    int(accepted),
+                    int(refusal is None),
                     reason,
                     now,
                 ),
-            )
-            decision_id = cursor.fetchone()[0]
+            ).fetchone()[0]
         if refusal is not None:
             raise refusal
         return Decision(
@@ -464,17 +487,12 @@ class SqliteCheckpointer(Checkpointer):
     # -- reading -------------------------------------------------------------------------
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
-        if step is None:
-            rows = self._read(
-                "SELECT step, node, state, at FROM checkpoints WHERE run_id = ? "
-                "ORDER BY step DESC LIMIT 1",
-                (run_id,),
-            )
-        else:
-            rows = self._read(
-                "SELECT step, node, state, at FROM checkpoints WHERE run_id = ? AND step = ?",
-                (run_id, step),
-            )
+        where = "" if step is None else " AND step = ?"
+        rows = self._read(
+            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL"
+            f"{where} ORDER BY seq DESC LIMIT 1",
+            (run_id,) if step is None else (run_id, step),
+        )
         if not rows:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
@@ -483,22 +501,34 @@ class SqliteCheckpointer(Checkpointer):
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         rows = self._read(
-            "SELECT step, node, state, at FROM checkpoints WHERE run_id = ? ORDER BY step",
+            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL "
+            "ORDER BY seq",
             (run_id,),
         )
         if not rows:
             self.get_run(run_id)
-        return [Checkpoint(run_id, s, node, loads(state), at) for s, node, state, at in rows]
+        latest = {s: (node, state, at) for s, node, state, at in rows}  # last write per step
+        return [
+            Checkpoint(run_id, s, node, loads(state), at)
+            for s, (node, state, at) in sorted(latest.items())
+        ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
-        rows = self._read(
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? "
-            "ORDER BY seq LIMIT ?",
-            (run_id, after, -1 if limit is None else limit),
-        )
-        if not rows and after == 0:
+        with self._lock:
+            self._check_open()
+            cursor = self._db.execute(
+                "SELECT events FROM entries WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after),
+            )
+            found: list[Event] = []
+            for (packed,) in cursor:
+                found.extend(e for e in _unpack(run_id, packed) if e.seq > after)
+                if limit is not None and len(found) >= limit:
+                    cursor.close()
+                    return found[:limit]
+        if not found and after == 0:
             self.get_run(run_id)
-        return [_event(r) for r in rows]
+        return found
 
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         if run_id is None:

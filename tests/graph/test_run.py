@@ -58,6 +58,13 @@ def chain(*names: str, store: Checkpointer | None = None, **compile_args: Any) -
     return g
 
 
+def paused(wf: Any) -> str:
+    """Stream a new run to its first pause; return its id."""
+    events = list(wf.stream({}))
+    assert events[-1].type == "interrupted"
+    return events[-1].run_id  # type: ignore[no-any-return]
+
+
 def types(events: list[Any]) -> list[str]:
     return [e.type for e in events]
 
@@ -109,7 +116,7 @@ def test_small_refunds_need_no_approval(store: Checkpointer) -> None:
 def test_resume_with_rejection_never_runs_the_node(store: Checkpointer) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({})).pop(0).run_id
+    run_id = paused(wf)
     events = list(wf.resume(run_id, "rejected", approver="ada", comment="no"))
     assert types(events) == ["rejected"]
     assert events[0].payload["comment"] == "no"
@@ -121,7 +128,7 @@ def test_resume_with_rejection_never_runs_the_node(store: Checkpointer) -> None:
 def test_resume_refuses_an_invalid_decision_without_approving(store: Checkpointer) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({})).pop(0).run_id
+    run_id = paused(wf)
     for bad in ("yes", "approve", "APPROVED", ""):
         with pytest.raises(InvalidDecision):
             wf.resume(run_id, bad, approver="ada")
@@ -148,7 +155,7 @@ def test_a_duplicate_approval_is_refused_and_the_refund_happens_once(
 ) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
-    run_id = list(wf.stream({})).pop(0).run_id
+    run_id = paused(wf)
     list(wf.resume(run_id, "approved", approver="ada"))
     with pytest.raises(ApprovalNotPending):
         list(wf.resume(run_id, "approved", approver="ada"))

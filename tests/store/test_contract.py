@@ -113,7 +113,8 @@ def test_an_expired_lease_can_be_taken_over_and_fences_out_the_old_owner(
     time.sleep(0.02)  # let the lease expire: the expiry itself is under test
     new = store.acquire("r1", "elsewhere:2:b", lease_seconds=30)
     assert new.fence > old.fence
-    late = StepCommit(Status.RUNNING, "b", 1, [], CheckpointWrite(1, "b", '{"late":1}'))
+    late_events = [Event("r1", 2, 1, "state_update", "a", {}, time.time())]
+    late = StepCommit(Status.RUNNING, "b", 1, late_events, CheckpointWrite(1, "b", '{"late":1}'))
     with pytest.raises(LeaseLost):
         store.commit("r1", old.fence, late, lease_seconds=30)
     assert store.checkpoints("r1")[-1].step == 0
@@ -142,13 +143,18 @@ def test_commit_writes_checkpoint_events_and_row_together(store: Checkpointer) -
         Event("r1", 3, 1, "state_update", "a", {"delta": {"k": 1}}, time.time()),
     ]
     change = StepCommit(Status.RUNNING, "b", 1, events, CheckpointWrite(1, "b", '{"k":1}'))
-    row = store.commit("r1", lease.fence, change, lease_seconds=30)
+    store.commit("r1", lease.fence, change, lease_seconds=30)
+    row = store.get_run("r1")
     assert (row.node, row.step, row.seq, row.lease_owner) == ("b", 1, 3, "me:1:x")
     assert [c.state for c in store.checkpoints("r1")] == [{}, {"k": 1}]
     assert [e.seq for e in store.events("r1")] == [1, 2, 3]
     assert [e.seq for e in store.events("r1", after=1, limit=1)] == [2]
-    done = StepCommit(Status.COMPLETED, "END", 1, [], release=True)
-    assert store.commit("r1", lease.fence, done, lease_seconds=30).lease_owner is None
+    end = [Event("r1", 4, 1, "completed", "END", {}, time.time())]
+    done = StepCommit(Status.COMPLETED, "END", 1, end, release=True)
+    store.commit("r1", lease.fence, done, lease_seconds=30)
+    row = store.get_run("r1")
+    assert (row.status, row.node, row.seq, row.lease_owner) == ("completed", "END", 4, None)
+    assert store.checkpoint("r1").state == {"k": 1}
 
 
 def test_a_pending_run_is_approved_exactly_once(store: Checkpointer) -> None:
@@ -213,3 +219,24 @@ def test_a_closed_store_refuses_to_work(store: Checkpointer) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.list_runs()
+
+
+def test_a_commit_without_events_is_refused(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    lease = store.acquire("r1", "me:1:x")
+    with pytest.raises(StoreError, match="at least one event"):
+        store.commit("r1", lease.fence, StepCommit(Status.RUNNING, "b", 1, []), lease_seconds=30)
+
+
+def test_the_lease_is_renewed_by_steps_once_half_of_it_is_used(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    lease = store.acquire("r1", "me:1:x", lease_seconds=0.2)
+    first = store.get_run("r1").lease_expires
+    time.sleep(0.15)  # past half the lease: the next step must renew it
+    step = [Event("r1", 2, 1, "state_update", "a", {}, time.time())]
+    change = StepCommit(Status.RUNNING, "b", 1, step, CheckpointWrite(1, "b", "{}"))
+    store.commit("r1", lease.fence, change, lease_seconds=0.2)
+    renewed = store.get_run("r1").lease_expires
+    assert first is not None
+    assert renewed is not None
+    assert renewed > first

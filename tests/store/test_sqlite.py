@@ -149,3 +149,47 @@ def test_a_run_whose_worker_was_killed_completes_in_another_process(tmp_path: Pa
     result = json.loads(out)
     assert result == {"status": "completed", "state": {"n": 3, "a": 1, "b": 2, "c": 3}}
     assert trace.read_text().split() == ["a", "b", "b", "c"]  # a never re-ran; b re-ran once
+
+
+def test_exactly_one_worker_continues_an_approved_run(tmp_path: Path) -> None:
+    """Two workers (own connections) race to continue a run approved from elsewhere."""
+    import threading
+
+    from agentnb import RunBusy
+
+    path = tmp_path / "continue.sqlite3"
+    refunds: list[int] = []
+    with SqliteCheckpointer(path) as store:
+        run = build_refund_workflow(store, refunds).start({})
+        run.run()
+        store.decide(run.run_id, "approved", "cli-user")  # as `agentnb approve` does
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def worker() -> None:
+        with SqliteCheckpointer(path) as store:
+            mine = build_refund_workflow(store, refunds).attach(run.run_id)
+            barrier.wait(timeout=30)
+            try:
+                mine.run()
+                outcomes.append("drove")
+            except RunBusy:
+                outcomes.append("busy")
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert refunds == [1000]  # the approved node and the refund ran once
+    assert "drove" in outcomes
+    assert len(outcomes) == 2
+    with SqliteCheckpointer(path) as store:
+        types = [e.type for e in store.events(run.run_id)]
+        assert types.count("approved") == 1
+        assert types.count("completed") == 1
+        assert [e.node for e in store.events(run.run_id) if e.type == "node_start"] == [
+            "planner",
+            "human_approval",
+            "refund",
+        ]

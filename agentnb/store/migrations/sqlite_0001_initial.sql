@@ -1,17 +1,16 @@
 -- agentnb SQLite schema, version 1.
 -- Times are epoch seconds (REAL). JSON columns hold compact UTF-8 JSON text.
 
+-- One row per run: what only changes at a status change, a decision or a lease.
+-- Where the run stands (node, step, last event) is its latest journal entry.
 CREATE TABLE runs (
     run_id          TEXT PRIMARY KEY,
     graph           TEXT NOT NULL,
     shape           TEXT NOT NULL,
     status          TEXT NOT NULL,
-    node            TEXT NOT NULL,
-    step            INTEGER NOT NULL,
-    seq             INTEGER NOT NULL,
     max_steps       INTEGER NOT NULL,
     created_at      REAL NOT NULL,
-    updated_at      REAL NOT NULL,
+    status_at       REAL NOT NULL,
     error           TEXT,
     pending_digest  TEXT,
     decided_by      TEXT,
@@ -23,23 +22,17 @@ CREATE TABLE runs (
 
 CREATE INDEX runs_by_status ON runs (status, created_at);
 
-CREATE TABLE checkpoints (
+-- The journal: every write to a run appends one entry carrying its events (a JSON array
+-- of [seq, step, type, node, payload, at]) and, for a step, the checkpoint (state after
+-- `step` nodes, `node` next). One row per step keeps a durable step to one page write.
+CREATE TABLE entries (
     run_id  TEXT NOT NULL,
+    seq     INTEGER NOT NULL,   -- seq of the entry's last event
     step    INTEGER NOT NULL,
     node    TEXT NOT NULL,
-    state   TEXT NOT NULL,
+    state   TEXT,               -- NULL when the entry saves no checkpoint
+    events  TEXT NOT NULL,
     at      REAL NOT NULL,
-    PRIMARY KEY (run_id, step)
-) WITHOUT ROWID;
-
-CREATE TABLE events (
-    run_id   TEXT NOT NULL,
-    seq      INTEGER NOT NULL,
-    step     INTEGER NOT NULL,
-    type     TEXT NOT NULL,
-    node     TEXT,
-    payload  TEXT NOT NULL,
-    at       REAL NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 
