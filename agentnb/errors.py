@@ -14,6 +14,8 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── NodeFailed             a node raised; ``__cause__`` is the original exception
     │   ├── RoutingError           a router failed or returned an undeclared target
     │   ├── StepBudgetExhausted    the run hit ``max_steps``
+    │   ├── NodeTimeout            a node ran past its ``timeout`` (the cause of NodeFailed)
+    │   ├── BreakerOpen            a circuit breaker refused the call (its dependency is down)
     │   ├── RunNotFound            no run with that id in this store
     │   ├── RunBusy                another worker holds the run's lease
     │   ├── LeaseLost              this worker was fenced out by a newer owner
@@ -36,6 +38,7 @@ from typing import Any
 __all__ = [
     "AgentnbError",
     "ApprovalNotPending",
+    "BreakerOpen",
     "DecisionError",
     "DefinitionError",
     "IncompatibleWorkflow",
@@ -44,6 +47,7 @@ __all__ = [
     "LeaseLost",
     "MissingDependency",
     "NodeFailed",
+    "NodeTimeout",
     "RoutingError",
     "RunBusy",
     "RunError",
@@ -180,6 +184,34 @@ class NodeFailed(RunError):
         super().__init__(
             f"node {node!r} failed at step {step} of run {run_id!r}: "
             f"{type(error).__name__}: {error}",
+            run_id=run_id,
+        )
+
+
+class NodeTimeout(RunError):
+    """A node did not finish within its ``timeout``; it was cancelled."""
+
+    def __init__(self, run_id: str, node: str, seconds: float) -> None:
+        self.node = node
+        self.seconds = seconds
+        super().__init__(
+            f"node {node!r} of run {run_id!r} did not finish within {seconds:g} s and was "
+            "cancelled. Give it a larger timeout= or a retry= policy.",
+            run_id=run_id,
+        )
+
+
+class BreakerOpen(RunError):
+    """A circuit breaker is open: calls to its dependency fail fast until it cools down."""
+
+    def __init__(self, breaker: str, node: str, retry_in: float, *, run_id: str | None = None):
+        self.breaker = breaker
+        self.node = node
+        self.retry_in = retry_in
+        super().__init__(
+            f"circuit breaker {breaker!r} is open after repeated failures, so node {node!r} "
+            f"was not called. It lets a trial call through in {retry_in:.1f} s; continue the "
+            "run then (run.run()).",
             run_id=run_id,
         )
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from agentnb.errors import DefinitionError
 from agentnb.graph.state import DEFAULT_REDUCERS, Reducer
+from agentnb.resilience import CircuitBreaker, Retry
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
@@ -40,6 +41,14 @@ class NodeSpec:
     takes_ctx: bool
     is_async: bool
     description: str | None = None
+    timeout: float | None = None
+    retry: Retry | None = None
+    breaker: CircuitBreaker | None = None
+
+    @property
+    def guarded(self) -> bool:
+        """True when a timeout, retry policy or breaker wraps the call."""
+        return self.timeout is not None or self.retry is not None or self.breaker is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +145,27 @@ class StateGraph:
     def __repr__(self) -> str:
         return f"StateGraph({self.name!r}, nodes={list(self.nodes)})"
 
-    def add_node(self, name: str, fn: NodeFn, *, description: str | None = None) -> Self:
-        """Add a node: ``fn(state)`` or ``fn(state, ctx)``, sync or async, returning a delta."""
+    def add_node(
+        self,
+        name: str,
+        fn: NodeFn,
+        *,
+        description: str | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> Self:
+        """Add a node: ``fn(state)`` or ``fn(state, ctx)``, sync or async, returning a delta.
+
+        Args:
+            name: unique within the graph.
+            fn: the node's function.
+            description: shown in diagrams.
+            timeout: seconds an attempt may take before it is cancelled.
+            retry: a :class:`~agentnb.resilience.Retry` policy, or a number of attempts.
+            breaker: a :class:`~agentnb.resilience.CircuitBreaker` shared by the nodes that
+                call the same dependency.
+        """
         _check_name(name, "node")
         if name in self.nodes:
             raise DefinitionError(
@@ -151,7 +179,27 @@ class StateGraph:
                 culprit=name,
                 fix="Pass a function fn(state) or fn(state, ctx).",
             )
-        self.nodes[name] = NodeSpec(name, fn, _arity(fn, name), _is_async(fn), description)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise DefinitionError(
+                f"node {name!r}: timeout={timeout!r} must be a positive number of seconds",
+                culprit=name,
+            )
+        if breaker is not None and not isinstance(breaker, CircuitBreaker):
+            raise DefinitionError(
+                f"node {name!r}: breaker={breaker!r} is not a CircuitBreaker", culprit=name
+            )
+        self.nodes[name] = NodeSpec(
+            name,
+            fn,
+            _arity(fn, name),
+            _is_async(fn),
+            description,
+            None if timeout is None else float(timeout),
+            Retry.coerce(retry),
+            breaker,
+        )
         return self
 
     def set_entry_point(self, name: str) -> Self:

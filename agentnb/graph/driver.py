@@ -12,13 +12,15 @@ import asyncio
 import dataclasses
 import inspect
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
+    BreakerOpen,
     InvalidState,
     NodeFailed,
+    NodeTimeout,
     RoutingError,
     StepBudgetExhausted,
     describe,
@@ -29,7 +31,8 @@ from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.records import Event, EventType, RunRecord, Status
 
 if TYPE_CHECKING:
-    from agentnb.graph.run import Run
+    from agentnb.graph.builder import NodeSpec
+    from agentnb.graph.run import NodeContext, Run
 
 __all__ = ["Driver"]
 
@@ -198,21 +201,24 @@ class Driver:
         from agentnb.graph.run import NodeContext
 
         spec = self.workflow.nodes[node]
+        ctx = NodeContext(self.run, node, step, self._sink(node, step)) if spec.takes_ctx else None
         try:
-            if spec.takes_ctx:
-                ctx = NodeContext(self.run, node, step)
-                result = spec.fn(loads(state_json), ctx)
+            if spec.guarded:
+                result = await self._guarded(spec, node, step, state_json, ctx)
             else:
-                ctx = None
-                result = spec.fn(loads(state_json))
-            if inspect.isawaitable(result):
-                result = await result
+                result = spec.fn(loads(state_json), ctx) if ctx else spec.fn(loads(state_json))
+                if inspect.isawaitable(result):
+                    result = await result
             if result is None:
                 result = {}
-            elif type(result) is not dict and not isinstance(result, dict):
+            elif not isinstance(result, dict):
                 raise TypeError(
                     f"a node returns a dict of changes or None, not {type(result).__name__}"
                 )
+        except BreakerOpen as exc:
+            exc.run_id = self.run_id
+            self._stop(Status.FAILED, node, step, self._failed(node, step, exc), exc)
+            raise
         except Exception as exc:
             error = NodeFailed(self.run_id, node, step, exc)
             self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
@@ -224,9 +230,97 @@ class Driver:
         except InvalidState as exc:
             self._stop(Status.FAILED, node, step, self._failed(node, step, exc), exc)
             raise
-        if ctx is not None and ctx._events:
-            self.pending.extend(self._event(k, node, step + 1, p) for k, p in ctx._events)
         return delta
+
+    def _sink(self, node: str, step: int) -> Callable[[str, dict[str, Any]], None]:
+        def record(type: str, payload: dict[str, Any]) -> None:
+            self.pending.append(self._event(type, node, step, payload))
+
+        return record
+
+    async def _guarded(
+        self, spec: NodeSpec, node: str, step: int, state_json: str, ctx: NodeContext | None
+    ) -> Any:
+        """Call a node under its timeout, retry policy and circuit breaker."""
+
+        async def attempt() -> Any:
+            breaker = spec.breaker
+            if breaker is not None and not breaker.allow():
+                retry_in = breaker.retry_in()
+                self.pending.append(
+                    self._event(
+                        EventType.BREAKER_OPEN,
+                        node,
+                        step,
+                        {"breaker": breaker.name, "retry_in": round(retry_in, 3)},
+                    )
+                )
+                raise BreakerOpen(breaker.name, node, retry_in, run_id=self.run_id)
+            try:
+                result = await self._attempt(spec, node, step, state_json, ctx)
+            except Exception:
+                if breaker is not None:
+                    breaker.failure()
+                raise
+            if breaker is not None:
+                breaker.success()
+            return result
+
+        policy = spec.retry
+        if policy is None or policy.attempts == 1:
+            return await attempt()
+        from tenacity import (
+            AsyncRetrying,
+            RetryCallState,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_exponential_jitter,
+        )
+
+        def before_sleep(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            payload = {
+                "attempt": state.attempt_number,
+                "error": describe(error) if error else None,
+                "wait": round(wait, 4),
+            }
+            self.pending.append(self._event(EventType.RETRY, node, step, payload))
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(policy.attempts),
+            wait=wait_exponential_jitter(
+                multiplier=policy.initial,
+                max=policy.maximum,
+                exp_base=policy.multiplier,
+                jitter=policy.jitter,
+            ),
+            retry=retry_if_exception(policy.retries),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        return await retrying(attempt)
+
+    async def _attempt(
+        self, spec: NodeSpec, node: str, step: int, state_json: str, ctx: NodeContext | None
+    ) -> Any:
+        """One call of the node, cancelled after ``spec.timeout`` seconds."""
+        args = (loads(state_json), ctx) if ctx else (loads(state_json),)
+        if spec.timeout is None:
+            result = spec.fn(*args)
+            return await result if inspect.isawaitable(result) else result
+        try:
+            async with asyncio.timeout(spec.timeout):
+                if spec.is_async:
+                    return await spec.fn(*args)
+                # A blocking sync node cannot be interrupted: run it in a thread and stop
+                # waiting for it at the deadline (its late result is dropped).
+                result = await asyncio.to_thread(spec.fn, *args)
+                return await result if inspect.isawaitable(result) else result
+        except TimeoutError:
+            payload = {"seconds": spec.timeout}
+            self.pending.append(self._event(EventType.TIMEOUT, node, step, payload))
+            raise NodeTimeout(self.run_id, node, spec.timeout) from None
 
     def _advance(
         self, node: str, step: int, state: dict[str, Any], delta: dict[str, Any]

@@ -9,9 +9,10 @@ another after a restart.
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,15 @@ from agentnb.errors import (
 )
 from agentnb.graph.builder import END
 from agentnb.store.base import CheckpointWrite, new_owner
-from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
+from agentnb.store.records import (
+    Checkpoint,
+    Decision,
+    Effect,
+    Event,
+    EventType,
+    RunRecord,
+    Status,
+)
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
@@ -44,15 +53,65 @@ class NodeContext:
             re-executed after a crash — so a payment API can de-duplicate the call.
     """
 
-    __slots__ = ("_events", "_run", "idempotency_key", "node", "run_id", "step")
+    __slots__ = ("_run", "_sink", "idempotency_key", "node", "run_id", "step")
 
-    def __init__(self, run: Run, node: str, step: int) -> None:
+    def __init__(
+        self, run: Run, node: str, step: int, sink: Callable[[str, dict[str, Any]], None]
+    ) -> None:
         self._run = run
-        self._events: list[tuple[str, dict[str, Any]]] = []
+        self._sink = sink  # records an event with the step in flight
         self.run_id = run.run_id
         self.node = node
         self.step = step
         self.idempotency_key = f"{run.run_id}:{step}:{node}"
+
+    def once(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run the side effect ``fn()`` at most once for this step; return its result.
+
+        The result (JSON) is recorded in the checkpointer's ledger under
+        ``idempotency_key`` + ``name``. If the step runs again — a retry, or a worker
+        restarted after a crash — the recorded result is returned and ``fn`` is not
+        called. A crash between ``fn`` returning and the record being written can still
+        repeat it: pass ``ctx.idempotency_key`` to the service too, so it de-duplicates.
+        """
+        key, found = self._recorded(name)
+        if found is not None:
+            return found
+        result = fn()
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(f"ctx.once({name!r}, fn): fn is async; use await ctx.aonce(...)")
+        return self._record(key, name, result)
+
+    async def aonce(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Async twin of :meth:`once`: ``fn()`` may return an awaitable."""
+        key, found = self._recorded(name)
+        if found is not None:
+            return found
+        result = fn()
+        if inspect.isawaitable(result):
+            result = await result
+        return self._record(key, name, result)
+
+    def _recorded(self, name: str) -> tuple[str, Any]:
+        if not isinstance(name, str) or not name:
+            raise AgentnbError(f"ctx.once({name!r}, ...): name the side effect with a string")
+        key = f"{self.idempotency_key}:{name}"
+        stored = self._run.workflow.checkpointer.recorded_effect(key)
+        if stored is None:
+            return key, None
+        self._sink(EventType.EFFECT_REPLAYED, {"name": name, "key": key})
+        return key, loads(stored)
+
+    def _record(self, key: str, name: str, result: Any) -> Any:
+        text = dumps(result, root=f"ctx.once({name!r}) result")
+        stored = self._run.workflow.checkpointer.record_effect(
+            key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
+        )
+        self._sink(EventType.EFFECT, {"name": name, "key": key})
+        return loads(stored)
 
     def emit(self, type: str, payload: dict[str, Any] | None = None) -> None:
         """Record a custom event; it is saved with this step and streamed after it."""
@@ -63,7 +122,7 @@ class NodeContext:
             )
         payload = dict(payload or {})
         check(payload, root=f"ctx.emit({type!r}) payload")
-        self._events.append((type, payload))
+        self._sink(type, payload)
 
 
 @dataclass(frozen=True)
@@ -202,6 +261,10 @@ class Run:
     def decisions(self) -> list[Decision]:
         """The audit of decisions on this run, refused attempts included."""
         return self._store.decisions(self.run_id)
+
+    def effects(self) -> list[Effect]:
+        """The side effects recorded through ``ctx.once``, oldest first."""
+        return self._store.effects(self.run_id)
 
     def __repr__(self) -> str:
         r = self.record

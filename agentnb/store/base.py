@@ -31,7 +31,15 @@ from typing import Any, Self
 
 from agentnb._json import dumps
 from agentnb.errors import InvalidDecision
-from agentnb.store.records import DECISIONS, Checkpoint, Decision, Event, RunRecord, Status
+from agentnb.store.records import (
+    DECISIONS,
+    Checkpoint,
+    Decision,
+    Effect,
+    Event,
+    RunRecord,
+    Status,
+)
 
 __all__ = [
     "CheckpointWrite",
@@ -227,6 +235,22 @@ class Checkpointer(ABC):
     @abstractmethod
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         """The decision audit (accepted and refused), oldest first."""
+
+    # -- side effects ----------------------------------------------------------------------
+
+    @abstractmethod
+    def recorded_effect(self, key: str) -> str | None:
+        """The recorded result (JSON) of the side effect ``key``, or ``None`` if not done."""
+
+    @abstractmethod
+    def record_effect(
+        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
+    ) -> str:
+        """Record a side effect's result once; return the stored JSON (the first wins)."""
+
+    @abstractmethod
+    def effects(self, run_id: str) -> list[Effect]:
+        """The run's recorded side effects, oldest first."""
 
     def run_status(self, run_id: str) -> Status:
         """Shortcut for ``get_run(run_id).status``."""

@@ -29,7 +29,15 @@ from agentnb.store.base import (
     decision_status,
     owner_is_dead,
 )
-from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
+from agentnb.store.records import (
+    Checkpoint,
+    Decision,
+    Effect,
+    Event,
+    EventType,
+    RunRecord,
+    Status,
+)
 
 __all__ = ["MemoryCheckpointer"]
 
@@ -43,6 +51,7 @@ class MemoryCheckpointer(Checkpointer):
         self._checkpoints: dict[str, dict[int, tuple[str, str, float]]] = {}
         self._events: dict[str, list[Event]] = {}
         self._decisions: list[Decision] = []
+        self._effects: dict[str, tuple[Effect, str]] = {}
         self._closed = False
 
     def __repr__(self) -> str:
@@ -219,3 +228,24 @@ class MemoryCheckpointer(Checkpointer):
         with self._lock:
             self._check_open()
             return [d for d in self._decisions if run_id is None or d.run_id == run_id]
+
+    def recorded_effect(self, key: str) -> str | None:
+        with self._lock:
+            self._check_open()
+            found = self._effects.get(key)
+        return None if found is None else found[1]
+
+    def record_effect(
+        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
+    ) -> str:
+        with self._lock:
+            self._check_open()
+            if key not in self._effects:
+                effect = Effect(key, run_id, step, node, name, loads(result_json), time.time())
+                self._effects[key] = (effect, result_json)
+            return self._effects[key][1]
+
+    def effects(self, run_id: str) -> list[Effect]:
+        with self._lock:
+            self._check_open()
+            return [e for e, _ in self._effects.values() if e.run_id == run_id]

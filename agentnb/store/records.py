@@ -14,6 +14,7 @@ __all__ = [
     "DECISIONS",
     "Checkpoint",
     "Decision",
+    "Effect",
     "Event",
     "EventType",
     "RunRecord",
@@ -54,6 +55,16 @@ class EventType(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    RETRY = "retry"
+    """A node attempt failed and will be retried after ``payload["wait"]`` seconds."""
+    TIMEOUT = "timeout"
+    """A node attempt ran past its timeout and was cancelled."""
+    BREAKER_OPEN = "breaker_open"
+    """A circuit breaker refused to call the node."""
+    EFFECT = "effect"
+    """A side effect ran through ``ctx.once`` and its result was recorded."""
+    EFFECT_REPLAYED = "effect_replayed"
+    """``ctx.once`` found the side effect already done and returned the recorded result."""
 
 
 DECISIONS = ("approved", "rejected")
@@ -143,3 +154,16 @@ class Decision:
     @property
     def at_iso(self) -> str:
         return _iso(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """A side effect done through ``ctx.once``: its key and recorded (JSON) result."""
+
+    key: str
+    run_id: str
+    step: int
+    node: str
+    name: str
+    result: Any
+    at: float

@@ -46,11 +46,19 @@ from agentnb.store.base import (
     decision_status,
     owner_is_dead,
 )
-from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
+from agentnb.store.records import (
+    Checkpoint,
+    Decision,
+    Effect,
+    Event,
+    EventType,
+    RunRecord,
+    Status,
+)
 
 __all__ = ["SqliteCheckpointer"]
 
-MIGRATIONS = ("sqlite_0001_initial.sql",)
+MIGRATIONS = ("sqlite_0001_initial.sql", "sqlite_0002_effects.sql")
 LATEST = len(MIGRATIONS)
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -539,3 +547,30 @@ class SqliteCheckpointer(Checkpointer):
                 (run_id,),
             )
         return [_decision(r) for r in rows]
+
+    # -- side effects ----------------------------------------------------------------------
+
+    def recorded_effect(self, key: str) -> str | None:
+        rows = self._read("SELECT result FROM effects WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def record_effect(
+        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
+    ) -> str:
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO effects VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, run_id, step, node, name, result_json, time.time()),
+            )
+            stored: str = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()[
+                0
+            ]
+        return stored
+
+    def effects(self, run_id: str) -> list[Effect]:
+        rows = self._read(
+            "SELECT key, run_id, step, node, name, result, at FROM effects WHERE run_id = ? "
+            "ORDER BY at",
+            (run_id,),
+        )
+        return [Effect(k, r, s, n, name, loads(res), at) for k, r, s, n, name, res, at in rows]

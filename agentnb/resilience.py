@@ -1,0 +1,187 @@
+"""Surviving flaky dependencies: retry policies, timeouts and circuit breakers.
+
+Attach them per node::
+
+    payments = CircuitBreaker("payments", failures=3, reset_after=30)
+    graph.add_node("refund", refund, timeout=5, retry=Retry(attempts=3), breaker=payments)
+
+* ``timeout`` — seconds; a slower attempt is cancelled and recorded as a ``timeout`` event.
+  Async nodes are cancelled where they wait; a sync node with a timeout runs in a worker
+  thread, which Python cannot stop: the run moves on and the thread's result is dropped.
+* ``retry`` — a :class:`Retry` policy (or an int, the number of attempts): exponential
+  backoff with jitter, only for the exceptions it names; each retry is a ``retry`` event.
+  The retry loop is tenacity's ``AsyncRetrying``.
+* ``breaker`` — a :class:`CircuitBreaker` shared by every node that calls the same
+  dependency. After ``failures`` consecutive failures it opens: calls fail fast with a
+  ``breaker_open`` event and :class:`~agentnb.errors.BreakerOpen`. After ``reset_after``
+  seconds one trial call goes through (half-open); success closes it, failure re-opens it.
+
+Why not pybreaker: its async support is built on Tornado coroutines, not asyncio, so the
+breaker here is a small state machine with an injectable clock (which also makes it
+testable without sleeping).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentnb.errors import BreakerOpen, DefinitionError
+
+__all__ = ["CircuitBreaker", "Retry"]
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How to retry a failing node.
+
+    Args:
+        attempts: total attempts, the first included (``1`` means no retry).
+        initial: the first wait in seconds; each next wait is ``multiplier`` times longer.
+        maximum: the longest wait.
+        multiplier: the backoff factor.
+        jitter: up to this many random seconds added to each wait, so that many runs
+            retrying at once do not hit the dependency in lockstep.
+        on: the exception types that are retried; others fail the run at once.
+            A :class:`~agentnb.errors.BreakerOpen` is never retried.
+    """
+
+    attempts: int = 3
+    initial: float = 0.1
+    maximum: float = 10.0
+    multiplier: float = 2.0
+    jitter: float = 0.1
+    on: tuple[type[BaseException], ...] = (Exception,)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise DefinitionError(
+                f"Retry(attempts={self.attempts!r}) must be a positive int",
+                culprit="attempts",
+                fix="Count the first attempt too: attempts=3 retries twice.",
+            )
+        for name in ("initial", "maximum", "jitter"):
+            if getattr(self, name) < 0:
+                raise DefinitionError(f"Retry({name}=...) must not be negative", culprit=name)
+        if self.multiplier < 1:
+            raise DefinitionError("Retry(multiplier=...) must be at least 1", culprit="multiplier")
+        if not self.on or not all(
+            isinstance(t, type) and issubclass(t, BaseException) for t in self.on
+        ):
+            raise DefinitionError(
+                "Retry(on=...) must be a tuple of exception types",
+                culprit="on",
+                fix="For example on=(TimeoutError, ConnectionError).",
+            )
+
+    @classmethod
+    def coerce(cls, value: Retry | int | None) -> Retry | None:
+        """``None``, an attempt count, or a policy — as a policy (or ``None``)."""
+        if value is None or isinstance(value, Retry):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls(attempts=value)
+        raise DefinitionError(
+            f"retry={value!r} is not a Retry policy or a number of attempts",
+            culprit="retry",
+            fix="Pass retry=3 or retry=Retry(attempts=3, on=(TimeoutError,)).",
+        )
+
+    def retries(self, error: BaseException) -> bool:
+        """Whether ``error`` is worth another attempt under this policy."""
+        return isinstance(error, self.on) and not isinstance(error, BreakerOpen)
+
+
+BreakerListener = Callable[["CircuitBreaker", str, str], None]
+
+
+@dataclass(eq=False)
+class CircuitBreaker:
+    """Stops calling a failing dependency for a while; shared by the nodes that call it.
+
+    Args:
+        name: names the dependency in events, errors and metrics.
+        failures: consecutive failures that open the breaker.
+        reset_after: seconds the breaker stays open before letting one trial call through.
+        clock: a monotonic clock in seconds (tests pass a fake one).
+    """
+
+    name: str
+    failures: int = 5
+    reset_after: float = 30.0
+    clock: Callable[[], float] = time.monotonic
+    state: str = field(default="closed", init=False)
+    failure_count: int = field(default=0, init=False)
+    opened_at: float = field(default=0.0, init=False)
+    _probing: bool = field(default=False, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _listeners: list[BreakerListener] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.failures, int) or self.failures < 1:
+            raise DefinitionError(
+                f"CircuitBreaker(failures={self.failures!r}) must be a positive int",
+                culprit=self.name,
+            )
+        if self.reset_after < 0:
+            raise DefinitionError("CircuitBreaker(reset_after=...) must not be negative")
+
+    def subscribe(self, listener: BreakerListener) -> None:
+        """Call ``listener(breaker, old_state, new_state)`` on every state change."""
+        self._listeners.append(listener)
+
+    def _move(self, new: str) -> None:
+        old, self.state = self.state, new
+        if old != new:
+            for listener in list(self._listeners):
+                listener(self, old, new)
+
+    def retry_in(self) -> float:
+        """Seconds until an open breaker lets a trial call through (0 if it would now)."""
+        return max(0.0, self.opened_at + self.reset_after - self.clock())
+
+    def allow(self) -> bool:
+        """Whether a call may go ahead now; an open breaker past its cool-down half-opens."""
+        with self._lock:
+            if self.state == "closed":
+                return True
+            if self.state == "open":
+                if self.retry_in() > 0:
+                    return False
+                self._move("half_open")
+            if self._probing:  # half-open: exactly one trial call at a time
+                return False
+            self._probing = True
+            return True
+
+    def success(self) -> None:
+        """Record a successful call: the breaker closes and forgets past failures."""
+        with self._lock:
+            self._probing = False
+            self.failure_count = 0
+            self._move("closed")
+
+    def failure(self) -> None:
+        """Record a failed call; enough of them (or a failed trial) open the breaker."""
+        with self._lock:
+            self._probing = False
+            self.failure_count += 1
+            if self.state == "half_open" or self.failure_count >= self.failures:
+                self.opened_at = self.clock()
+                self._move("open")
+
+    def reset(self) -> None:
+        """Close the breaker by hand (after fixing the dependency)."""
+        with self._lock:
+            self._probing = False
+            self.failure_count = 0
+            self._move("closed")
+
+    def __repr__(self) -> str:
+        return f"<CircuitBreaker {self.name!r}: {self.state}, {self.failure_count} failures>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
