@@ -1,7 +1,9 @@
 """The refund workflow: plan a refund, pause for a human above a threshold, then pay.
 
-Payments are simulated by appending to a list the caller passes in, so a demo can show
-exactly how many refunds happened (one per approved run, never two).
+Payments go to :class:`PaymentService`, a simulated provider that honours idempotency keys
+the way real payment APIs do: a repeated request with the same key returns the first
+receipt instead of paying twice. The refund node calls it through ``ctx.once``, so a step
+re-executed after a crash returns the recorded receipt without calling the service again.
 """
 
 from __future__ import annotations
@@ -9,17 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from agentnb.graph.builder import END, StateGraph
+from agentnb.graph.run import NodeContext
 from agentnb.graph.workflow import Workflow
 from agentnb.store.base import Checkpointer
 
-__all__ = ["APPROVAL_THRESHOLD", "build_refund_graph", "build_refund_workflow"]
+__all__ = ["APPROVAL_THRESHOLD", "PaymentService", "build_refund_graph", "build_refund_workflow"]
 
 APPROVAL_THRESHOLD = 500
 """Refunds above this amount need a human's approval."""
 
 
-def build_refund_graph(refunds: list[Any]) -> StateGraph:
-    """The refund graph; each executed ``refund`` node appends the amount to ``refunds``."""
+class PaymentService:
+    """A simulated payment provider; ``refunds`` lists every amount actually paid out."""
+
+    def __init__(self, refunds: list[Any] | None = None) -> None:
+        self.refunds: list[Any] = [] if refunds is None else refunds
+        self._receipts: dict[str, dict[str, Any]] = {}
+
+    def refund(self, amount: int, *, idempotency_key: str) -> dict[str, Any]:
+        """Pay ``amount`` back once per ``idempotency_key``; return the receipt."""
+        if idempotency_key not in self._receipts:
+            self.refunds.append(amount)
+            self._receipts[idempotency_key] = {
+                "refund_id": f"re_{len(self.refunds)}",
+                "amount": amount,
+            }
+        return self._receipts[idempotency_key]
+
+
+def build_refund_graph(payments: PaymentService | list[Any] | None = None) -> StateGraph:
+    """The refund graph; pass a :class:`PaymentService` (or the list it should pay into)."""
+    service = payments if isinstance(payments, PaymentService) else PaymentService(payments)
 
     def planner(state: dict[str, Any]) -> dict[str, Any]:
         amount = state.get("requested", 1000)
@@ -32,10 +54,14 @@ def build_refund_graph(refunds: list[Any]) -> StateGraph:
     def human_approval(state: dict[str, Any]) -> dict[str, Any]:
         return {"approval_recorded": True}
 
-    def refund(state: dict[str, Any]) -> dict[str, Any]:
-        refunds.append(state["amount"])  # the simulated payment
+    def refund(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        receipt = ctx.once(
+            "payment",
+            lambda: service.refund(state["amount"], idempotency_key=ctx.idempotency_key),
+        )
         return {
             "status": "success",
+            "receipt": receipt["refund_id"],
             "messages": [{"role": "tool", "content": f"refunded {state['amount']}"}],
         }
 
@@ -57,7 +83,8 @@ def build_refund_graph(refunds: list[Any]) -> StateGraph:
 
 
 def build_refund_workflow(
-    checkpointer: Checkpointer | None = None, refunds: list[Any] | None = None
+    checkpointer: Checkpointer | None = None,
+    payments: PaymentService | list[Any] | None = None,
 ) -> Workflow:
     """The compiled refund workflow (in memory unless a checkpointer is given)."""
-    return build_refund_graph([] if refunds is None else refunds).compile(checkpointer)
+    return build_refund_graph(payments).compile(checkpointer)

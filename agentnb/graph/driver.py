@@ -75,6 +75,8 @@ class Driver:
         self.pending = []
         self.status, self.node, self.step = change.status, change.node, change.step
         self.error, self.digest = change.error, change.pending_digest
+        if self.workflow.listeners:
+            self.workflow._notify(change.events)
 
     def _stop(
         self, status: Status, node: str, step: int, event: Event, error: BaseException | None

@@ -195,6 +195,8 @@ class Run:
         workflow.checkpointer.create_run(
             record, CheckpointWrite(0, workflow.entry, state_json), [started]
         )
+        if workflow.listeners:
+            workflow._notify([started])
         return cls(workflow, record)
 
     @classmethod
@@ -285,10 +287,13 @@ class Run:
         expected_digest: str | None = None,
     ) -> Decision:
         """Record ``approved`` or ``rejected`` for the paused boundary (exactly once)."""
+        seen = self._record.seq
         decision_record = self._store.decide(
             self.run_id, decision, by, comment=comment, expected_digest=expected_digest
         )
         self._sync(self._store.get_run(self.run_id))
+        if self.workflow.listeners:
+            self.workflow._notify(self._store.events(self.run_id, after=seen))
         return decision_record
 
     def approve(

@@ -7,7 +7,8 @@ Routing lives here and is a pure function of ``(node, state)``. Driving runs liv
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import iterate_sync, run_sync
@@ -61,6 +62,30 @@ class Workflow:
 
             checkpointer = MemoryCheckpointer()
         self.checkpointer = checkpointer
+        self.listeners: list[Callable[[Event], None]] = []
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event this process saves for this workflow.
+
+        Listeners run after the event is committed, in the worker's thread; one that raises
+        is reported with a warning and does not affect the run. Returns an unsubscribe
+        function. Events written by other processes are in the store: read them with
+        ``checkpointer.events(run_id)``.
+        """
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def _notify(self, events: Sequence[Event]) -> None:
+        for listener in list(self.listeners):
+            for event in events:
+                try:
+                    listener(event)
+                except Exception as exc:  # a metrics bug must not fail a refund
+                    warnings.warn(
+                        f"workflow listener {listener!r} raised {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
 
     def __repr__(self) -> str:
         return (

@@ -96,14 +96,16 @@ def test_refund_run_pauses_before_approval_and_completes_once_approved(
     assert run.state["messages"][-1] == {"role": "tool", "content": "refunded 1000"}
     persisted = store.events(run.run_id)
     assert [e.seq for e in persisted] == list(range(1, len(persisted) + 1))
-    assert types(persisted)[-6:] == [
+    assert types(persisted)[-7:] == [
         "approved",
         "node_start",
         "state_update",
         "node_start",
+        "effect",
         "state_update",
         "completed",
     ]
+    assert run.state["receipt"] == "re_1"
 
 
 def test_small_refunds_need_no_approval(store: Checkpointer) -> None:
@@ -483,3 +485,25 @@ def test_a_worker_fenced_out_mid_step_cannot_save_its_step(store: Checkpointer) 
         assert run.record.lease_owner == "other-host:1:x"
 
     asyncio.run(scenario())
+
+
+def test_listeners_see_every_saved_event_once_and_cannot_break_a_run(
+    store: Checkpointer,
+) -> None:
+    seen: list[str] = []
+    wf = build_refund_workflow(store)
+    unsubscribe = wf.subscribe(lambda e: seen.append(e.type))
+    run = wf.start({})
+    run.run()
+    run.approve(by="ada")
+    run.run()
+    assert seen == [e.type for e in run.events]
+    unsubscribe()
+
+    def broken(event: Any) -> None:
+        raise RuntimeError("metrics bug")
+
+    wf.subscribe(broken)
+    with pytest.warns(RuntimeWarning, match="metrics bug"):
+        wf.start({"requested": 5}).run()
+    assert wf.runs(Status.COMPLETED)
