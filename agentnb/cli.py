@@ -256,6 +256,11 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--db", required=True, help="the SQLite checkpoint file")
     show.add_argument("--json", action="store_true", help="print JSON")
 
+    draw = sub.add_parser("draw", help="draw a workflow: MODULE:ATTR to .svg/.png/.pdf/.dot")
+    draw.add_argument("target", help="MODULE:ATTR naming a StateGraph or Workflow")
+    draw.add_argument("-o", "--output", required=True, help="the file to write ('-': DOT)")
+    draw.add_argument("--direction", choices=("LR", "TB"), default="LR")
+
     for name, verb in (("approve", "approve"), ("reject", "reject")):
         cmd = sub.add_parser(name, help=f"{verb} a pending run (decided once, audited)")
         cmd.add_argument("run", help="the run id")
@@ -266,8 +271,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.render.export import cli_draw
+
+    return cli_draw(args.target, args.output, direction=args.direction, stdout=out)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": _cmd_demo,
+    "draw": _cmd_draw,
     "runs": _cmd_runs,
     "show": _cmd_show,
     "approve": _cmd_decide,

@@ -27,6 +27,7 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
     ├── StoreError                 the checkpoint database cannot be used
     │   └── SchemaVersionError     the database was written by a newer agentnb
+    ├── RenderError                Graphviz failed, timed out, or drew something unsafe
     └── MissingDependency          an optional extra is not installed (``pip install ...``)
 """
 
@@ -48,6 +49,7 @@ __all__ = [
     "MissingDependency",
     "NodeFailed",
     "NodeTimeout",
+    "RenderError",
     "RoutingError",
     "RunBusy",
     "RunError",
@@ -359,16 +361,48 @@ class SchemaVersionError(StoreError):
 
 
 class MissingDependency(AgentnbError):
-    """An optional dependency is not installed."""
+    """An optional dependency is not installed.
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
+    Attributes:
+        package: what is missing.
+        extra: the agentnb extra that brings it (``pip install "agentnb[extra]"``).
+        purpose: what it was needed for.
+        install: how to install it, when pip cannot (a system program such as Graphviz).
+    """
+
+    def __init__(
+        self, package: str, extra: str, purpose: str, *, install: str | None = None
+    ) -> None:
         self.package = package
         self.extra = extra
         self.purpose = purpose
+        self.install = install or f'pip install "agentnb[{extra}]"'
         super().__init__(
             f"{package} is needed for {purpose} but is not installed. "
-            f'Install it with: pip install "agentnb[{extra}]"'
+            f"Install it with: {self.install}"
         )
+
+
+class RenderError(AgentnbError):
+    """Graphviz failed, ran out of time, or produced something unsafe.
+
+    Attributes:
+        problem: what went wrong.
+        detail: what Graphviz said, if anything.
+        fix: what to do about it.
+    """
+
+    REPORT = (
+        "Export the DOT text with draw(obj, 'x.dot') and report it, with `dot -V`, "
+        "to the agentnb issue tracker"
+    )
+
+    def __init__(self, problem: str, detail: str = "", *, fix: str = REPORT) -> None:
+        self.problem = problem
+        self.detail = detail
+        self.fix = fix
+        said = f": {detail.strip()[:500]}" if detail.strip() else ""
+        super().__init__(f"{problem}{said}. {fix}")
 
 
 def describe(error: BaseException) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""Diagrams: workflow, machine or run -> diagram IR -> DOT -> SVG, offline and deterministic.
+
+The pipeline, one module per stage:
+
+* :mod:`~agentnb.render.model` — the IR (``Diagram``, ``Node``, ``Edge``, ``Overlay``);
+* :mod:`~agentnb.render.extract` — StateGraph/Workflow/run -> IR, events -> overlay;
+* :mod:`~agentnb.render.dot` — IR -> DOT text (one visual grammar, stable SVG ids/classes);
+* :mod:`~agentnb.render.svg` — DOT -> SVG with the ``dot`` program, bounded and checked;
+* :mod:`~agentnb.render.text` — IR -> text, when there is no Graphviz;
+* :mod:`~agentnb.render.display` — notebook ``_repr_mimebundle_``;
+* :mod:`~agentnb.render.export` — ``draw(obj, "x.svg")`` and ``agentnb draw``;
+* :mod:`~agentnb.render.assets` — Graphviz compiled to WebAssembly, for the live widget.
+
+Only the standard library is needed; the ``dot`` program only for SVG/PNG/PDF.
+"""
+
+from __future__ import annotations
+
+from agentnb.render.assets import VIZ_JS_VERSION, viz_js_path
+from agentnb.render.display import mimebundle, register_ipython_display
+from agentnb.render.dot import to_dot
+from agentnb.render.export import cli_draw, draw
+from agentnb.render.extract import (
+    diagram_for,
+    diagram_from_graph,
+    diagram_from_run,
+    overlay_from_events,
+)
+from agentnb.render.model import Diagram, Edge, EdgeKind, Node, NodeKind, Overlay
+from agentnb.render.svg import RenderError, render_svg
+from agentnb.render.text import to_text
+
+__all__ = [
+    "VIZ_JS_VERSION",
+    "Diagram",
+    "Edge",
+    "EdgeKind",
+    "Node",
+    "NodeKind",
+    "Overlay",
+    "RenderError",
+    "cli_draw",
+    "diagram_for",
+    "diagram_from_graph",
+    "diagram_from_run",
+    "draw",
+    "mimebundle",
+    "overlay_from_events",
+    "register_ipython_display",
+    "render_svg",
+    "to_dot",
+    "to_text",
+    "viz_js_path",
+]

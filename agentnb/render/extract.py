@@ -1,0 +1,300 @@
+"""Turn workflows and runs into the diagram IR.
+
+:func:`diagram_from_graph` reads a :class:`~agentnb.StateGraph` (even one still being built)
+or a compiled :class:`~agentnb.Workflow`; :func:`overlay_from_events` replays a run's event
+log, so a run recorded by another process draws the same as a live one.
+
+Example:
+    >>> from agentnb.graph.builder import END, StateGraph
+    >>> g = StateGraph("demo").add_node("a", lambda s: None).add_edge("a", END)
+    >>> d = diagram_from_graph(g.set_entry_point("a"))
+    >>> [n.id for n in d.nodes], [(e.source, e.target) for e in d.edges]
+    (['START', 'a', 'END'], [('START', 'a'), ('a', 'END')])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
+
+from agentnb.graph.builder import StateGraph
+from agentnb.graph.workflow import Workflow
+from agentnb.render.model import (
+    END_ID,
+    START_ID,
+    Diagram,
+    Direction,
+    Edge,
+    EdgeKind,
+    Node,
+    NodeKind,
+    Overlay,
+)
+from agentnb.store.records import Event
+
+__all__ = [
+    "GraphLike",
+    "RunLike",
+    "diagram_for",
+    "diagram_from_graph",
+    "diagram_from_run",
+    "overlay_from_events",
+]
+
+GraphLike: TypeAlias = StateGraph | Workflow
+
+
+class RunLike(Protocol):
+    """What drawing needs from a run (:class:`agentnb.graph.run.Run` has it)."""
+
+    @property
+    def workflow(self) -> Workflow: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+
+def diagram_from_graph(
+    graph: GraphLike,
+    *,
+    direction: Direction = "LR",
+    title: str | None = None,
+    legend: bool | None = None,
+    overlay: Overlay | None = None,
+) -> Diagram:
+    """The diagram of a workflow, compiled or not.
+
+    An incomplete graph draws what is there: without an entry point there is no start
+    marker, and a name used by an edge before its node exists is drawn as a ``missing`` node.
+
+    Args:
+        graph: a ``StateGraph`` or a compiled ``Workflow``.
+        direction: ``"LR"`` or ``"TB"``.
+        title: drawn above; the graph's name when omitted.
+        legend: draw a legend; by default only when there is something to explain
+            (interrupts, conditional edges, a run overlay).
+        overlay: what a run did (see :func:`overlay_from_events`).
+    """
+    defined = list(graph.nodes)
+    referenced = _referenced(graph)
+    missing = [name for name in referenced if name not in graph.nodes and name != END_ID]
+    edges = _edges(graph, defined, missing)
+
+    nodes: list[Node] = []
+    if graph.entry is not None:
+        nodes.append(Node(START_ID, "", NodeKind.START))
+    for name in defined:
+        nodes.append(_node(graph, name, NodeKind.NORMAL, graph.nodes[name].description))
+    for name in missing:
+        nodes.append(_node(graph, name, NodeKind.MISSING, None))
+    if any(edge.target == END_ID for edge in edges):
+        nodes.append(Node(END_ID, "", NodeKind.END))
+
+    if legend is None:
+        legend = (
+            overlay is not None
+            or any(n.interrupt or n.kind is NodeKind.MISSING for n in nodes)
+            or any(e.kind is EdgeKind.CONDITIONAL for e in edges)
+        )
+    return Diagram(
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        title=graph.name if title is None else title,
+        direction=direction,
+        legend=legend,
+        overlay=overlay,
+    )
+
+
+def _node(graph: GraphLike, name: str, kind: NodeKind, description: str | None) -> Node:
+    return Node(
+        name,
+        name,
+        kind,
+        entry=name == graph.entry,
+        pause_before=name in graph.interrupts_before,
+        pause_after=name in graph.interrupts_after,
+        description=description,
+    )
+
+
+def _referenced(graph: GraphLike) -> list[str]:
+    """Every name the graph mentions, in a stable order (declaration order, then sorted sets)."""
+    names: dict[str, None] = {}
+    if graph.entry is not None:
+        names[graph.entry] = None
+    for source, target in graph.edges.items():
+        names.update(dict.fromkeys((source, target)))
+    for source, branch in graph.branches.items():
+        names[source] = None
+        names.update(dict.fromkeys(branch.targets.values()))
+    names.update(dict.fromkeys(sorted(graph.interrupts_before)))
+    names.update(dict.fromkeys(sorted(graph.interrupts_after)))
+    return list(names)
+
+
+def _edges(graph: GraphLike, defined: list[str], missing: list[str]) -> list[Edge]:
+    edges: list[Edge] = []
+    if graph.entry is not None:
+        edges.append(Edge(START_ID, graph.entry))
+    for source in [*defined, *missing]:
+        branch = graph.branches.get(source)
+        if branch is not None:
+            edges.extend(_branch_edges(source, branch.targets))
+        plain = graph.edges.get(source)
+        if plain is not None:
+            # Both a plain and a conditional edge is invalid (compile refuses it), but a
+            # graph being built may have both for a moment: draw them apart.
+            key = "plain" if branch is not None and plain in branch.targets.values() else ""
+            edges.append(Edge(source, plain, key=key))
+        elif branch is None and source in graph.nodes:
+            edges.append(Edge(source, END_ID, implicit=True))
+    return edges
+
+
+def _branch_edges(source: str, targets: Mapping[str, str]) -> list[Edge]:
+    """One dashed edge per target; outcomes leading to the same target share it."""
+    outcomes: dict[str, list[str]] = {}
+    for outcome, target in targets.items():
+        outcomes.setdefault(target, []).append(outcome)
+    return [
+        Edge(
+            source,
+            target,
+            EdgeKind.CONDITIONAL,
+            label=", ".join(names) if any(o != target for o in names) else None,
+        )
+        for target, names in outcomes.items()
+    ]
+
+
+def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
+    """Replay a run's events into an overlay; pure, so any process can draw any run.
+
+    Events about nodes the graph does not have (a run of an older shape) are skipped;
+    event types the runtime does not know (custom ``ctx.emit`` types) are ignored.
+
+    Args:
+        events: the run's events in ``seq`` order.
+        graph: the workflow the run belongs to.
+    """
+    known = set(graph.nodes) | {END_ID}
+    status: str | None = None
+    current: str | None = None
+    visited: dict[str, None] = {}
+    counts: dict[tuple[str, str], int] = {}
+    pending = failed = rejected = error = None
+    last: tuple[str, str] | None = None
+    entered = False
+
+    def take(source: str, target: str) -> None:
+        nonlocal last
+        counts[source, target] = counts.get((source, target), 0) + 1
+        last = (source, target)
+
+    for event in events:
+        kind, node = event.type, event.node
+        if node is not None and node not in known:
+            node = None
+        if kind == "run_started":
+            status = "running"
+            if graph.entry is not None and not entered:
+                entered = True
+                take(START_ID, graph.entry)
+                current = graph.entry
+        elif kind == "node_start" and node is not None:
+            status = "running"
+            if not entered:
+                entered = True
+                if node == graph.entry:
+                    take(START_ID, node)
+            visited[node] = None
+            current, pending = node, None
+        elif kind == "state_update" and node is not None:
+            nxt = event.payload.get("next")
+            if isinstance(nxt, str) and nxt in known:
+                take(node, nxt)
+                current = nxt
+        elif kind == "interrupted":
+            status = "pending"
+            current = node if node is not None else current
+            # After-interrupts name the next node; the approval is about the one that ran.
+            after = event.payload.get("after")
+            pending = after if isinstance(after, str) and after in known else current
+        elif kind == "approved":
+            status, pending = "approved", None
+        elif kind == "rejected":
+            status = "rejected"
+            rejected = pending if pending is not None else node
+            pending = current = None
+        elif kind == "failed":
+            status = "failed"
+            failed = node if node is not None else current
+            error = _error_text(event.payload.get("error"))
+            pending = current = None
+        elif kind == "completed":
+            status, pending = "completed", None
+            current = END_ID
+        elif kind == "cancelled":
+            status = "cancelled"
+    return Overlay(
+        status=status,
+        current=current,
+        visited=tuple(visited),
+        traversed=tuple((s, t, n) for (s, t), n in counts.items()),
+        pending=pending,
+        failed=failed,
+        rejected=rejected,
+        error=error,
+        last=last,
+    )
+
+
+def _error_text(error: Any) -> str | None:
+    if isinstance(error, Mapping):
+        kind, message = error.get("type"), error.get("message")
+        return ": ".join(str(part) for part in (kind, message) if part) or None
+    return None if error is None else str(error)
+
+
+def diagram_from_run(
+    run: RunLike,
+    *,
+    direction: Direction = "LR",
+    title: str | None = None,
+    legend: bool | None = None,
+) -> Diagram:
+    """The run's workflow with the run's overlay; the title names the run and its status."""
+    overlay = overlay_from_events(run.events, run.workflow)
+    if title is None:
+        status = getattr(run, "status", None) or overlay.status
+        title = f"{run.workflow.name} · run {run.run_id}" + (f" · {status}" if status else "")
+    return diagram_from_graph(
+        run.workflow, direction=direction, title=title, legend=legend, overlay=overlay
+    )
+
+
+def diagram_for(
+    obj: object,
+    *,
+    direction: Direction = "LR",
+    title: str | None = None,
+    legend: bool | None = None,
+) -> Diagram:
+    """The diagram of a ``StateGraph``, ``Workflow``, run or an existing ``Diagram``.
+
+    Raises:
+        TypeError: ``obj`` is none of those.
+    """
+    if isinstance(obj, Diagram):
+        return obj
+    if isinstance(obj, StateGraph | Workflow):
+        return diagram_from_graph(obj, direction=direction, title=title, legend=legend)
+    workflow = getattr(obj, "workflow", None)
+    if isinstance(workflow, Workflow) and hasattr(obj, "events") and hasattr(obj, "run_id"):
+        run: RunLike = obj  # type: ignore[assignment]  # checked structurally just above
+        return diagram_from_run(run, direction=direction, title=title, legend=legend)
+    raise TypeError(f"cannot draw a {type(obj).__name__}: pass a StateGraph, a Workflow or a run")

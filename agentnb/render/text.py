@@ -1,0 +1,87 @@
+"""Diagram IR -> plain text: the fallback when Graphviz is missing, and ``text/plain`` output.
+
+Example:
+    >>> from agentnb.render.model import Diagram, Edge, Node, NodeKind
+    >>> d = Diagram(
+    ...     (Node("START", "", NodeKind.START), Node("a", "a", entry=True)),
+    ...     (Edge("START", "a"),),
+    ...     title="demo",
+    ... )
+    >>> print(to_text(d))
+    demo: 1 node, 1 edge
+      a  (entry)
+    edges (-> always, ~> conditional):
+      START -> a
+"""
+
+from __future__ import annotations
+
+from agentnb.render.dot import display_text
+from agentnb.render.model import Diagram, EdgeKind, Node, NodeKind, Overlay
+
+__all__ = ["to_text"]
+
+
+def _name(text: str) -> str:
+    # One line per item: a newline inside a name must not start a new line of the listing.
+    return display_text(text).replace("\n", "\\n")
+
+
+def _notes(node: Node) -> list[str]:
+    notes = []
+    if node.entry:
+        notes.append("entry")
+    if node.pause_before:
+        notes.append("approval before")
+    if node.pause_after:
+        notes.append("approval after")
+    if node.kind is NodeKind.MISSING:
+        notes.append("not defined yet")
+    if node.kind is NodeKind.FINAL:
+        notes.append("final")
+    if node.description:
+        notes.append(_name(node.description))
+    return notes
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _overlay_lines(overlay: Overlay) -> list[str]:
+    status = overlay.status or "not started"
+    where = {
+        "pending": f" — awaiting approval at {_name(overlay.pending or '?')}",
+        "failed": f" — {_name(overlay.failed or '?')} failed",
+        "rejected": f" — approval of {_name(overlay.rejected or '?')} rejected",
+    }.get(status, "")
+    if not where and overlay.current and status in ("running", "approved", "cancelled"):
+        where = f" — next: {_name(overlay.current)}"
+    lines = [f"run: {status}{where}"]
+    if overlay.error:
+        lines.append(f"  error: {_name(overlay.error)}")
+    if overlay.visited:
+        lines.append("  visited: " + ", ".join(_name(n) for n in overlay.visited))
+    if overlay.traversed:
+        taken = (f"{_name(s)} -> {_name(t)} ×{n}" for s, t, n in overlay.traversed)
+        lines.append("  taken: " + ", ".join(taken))
+    return lines
+
+
+def to_text(diagram: Diagram) -> str:
+    """A readable listing of the diagram's nodes, edges and run overlay."""
+    nodes = [n for n in diagram.nodes if n.kind not in (NodeKind.START, NodeKind.END)]
+    head = f"{_name(diagram.title or 'diagram')}: {_plural(len(nodes), 'node')}, "
+    lines = [head + _plural(len(diagram.edges), "edge")]
+    for node in nodes:
+        notes = _notes(node)
+        lines.append(f"  {_name(node.label)}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    if diagram.edges:
+        lines.append("edges (-> always, ~> conditional):")
+    for edge in diagram.edges:
+        arrow = "~>" if edge.kind is EdgeKind.CONDITIONAL else "->"
+        text = f"  [{_name(edge.text)}]" if edge.text else ""
+        lines.append(f"  {_name(edge.source)} {arrow} {_name(edge.target)}{text}")
+    if diagram.overlay is not None:
+        lines += _overlay_lines(diagram.overlay)
+    return "\n".join(lines)
