@@ -17,7 +17,7 @@ Only the standard library is needed; the ``dot`` program only for SVG/PNG/PDF.
 from __future__ import annotations
 
 from agentnb.render.assets import VIZ_JS_VERSION, viz_js_path
-from agentnb.render.display import mimebundle, register_ipython_display
+from agentnb.render.display import mimebundle
 from agentnb.render.dot import to_dot
 from agentnb.render.export import cli_draw, draw
 from agentnb.render.extract import (
@@ -46,7 +46,6 @@ __all__ = [
     "draw",
     "mimebundle",
     "overlay_from_events",
-    "register_ipython_display",
     "render_svg",
     "to_dot",
     "to_text",

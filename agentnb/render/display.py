@@ -3,19 +3,13 @@
 With Graphviz installed the bundle holds the SVG drawing and a text listing; without it,
 the listing and a hint to install Graphviz — a notebook never breaks for want of ``dot``.
 
-Two ways to wire it (see the package docstring of :mod:`agentnb.render`):
-
-* a method on each class: ``def _repr_mimebundle_(self, include=None, exclude=None):
-  return mimebundle(self, include, exclude)``;
-* or, keeping ``graph`` free of imports from ``render``, :func:`register_ipython_display`
-  called once from ``agentnb/__init__.py``.
+StateGraph, Workflow and Run call :func:`mimebundle` from their ``_repr_mimebundle_``,
+importing this module only when a notebook asks to display them.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Container
-from typing import Any
 
 from agentnb.errors import MissingDependency
 from agentnb.render.extract import diagram_for
@@ -23,18 +17,12 @@ from agentnb.render.model import Direction
 from agentnb.render.svg import RenderError, render_svg
 from agentnb.render.text import to_text
 
-__all__ = ["INSTALL_HINT", "SVG_MIME", "mimebundle", "register_ipython_display"]
+__all__ = ["INSTALL_HINT", "SVG_MIME", "mimebundle"]
 
 SVG_MIME = "image/svg+xml"
 INSTALL_HINT = (
     "(Install Graphviz to see this drawn: apt-get install graphviz, brew install graphviz "
     "or conda install graphviz.)"
-)
-
-_DRAWABLE = (
-    ("agentnb.graph.builder", "StateGraph"),
-    ("agentnb.graph.workflow", "Workflow"),
-    ("agentnb.graph.run", "Run"),
 )
 
 
@@ -71,30 +59,3 @@ def mimebundle(
     except RenderError as exc:
         return {"text/plain": f"{text}\n(The diagram could not be drawn: {exc})"}
     return {"text/plain": text, SVG_MIME: svg}
-
-
-def _printer(obj: object) -> dict[str, str]:
-    return mimebundle(obj)
-
-
-def register_ipython_display(shell: Any = None) -> bool:
-    """Teach the running IPython to display StateGraph, Workflow and Run objects.
-
-    Registration is by module and class name, so nothing from ``agentnb.graph`` is imported
-    here and ``graph`` needs no import from ``render``.
-
-    Args:
-        shell: the IPython shell; the running one when omitted.
-
-    Returns:
-        True when registered, False outside IPython.
-    """
-    if shell is None:
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None:
-        return False
-    formatter = shell.display_formatter.mimebundle_formatter
-    for module, name in _DRAWABLE:
-        formatter.for_type_by_name(module, name, _printer)
-    return True

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ from render_graphs import FakeRun, compiled, parse_svg, refund_graph
 
 from agentnb.graph.builder import StateGraph
 from agentnb.render import svg as svg_module
-from agentnb.render.display import INSTALL_HINT, SVG_MIME, mimebundle, register_ipython_display
+from agentnb.render.display import INSTALL_HINT, SVG_MIME, mimebundle
 from agentnb.render.extract import diagram_from_graph
 from agentnb.render.svg import RenderError
 from agentnb.render.text import to_text
@@ -79,29 +77,6 @@ def test_the_front_end_can_decline_svg(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(mimebundle(refund_graph(), include={"text/plain"})) == {"text/plain"}
     assert set(mimebundle(refund_graph(), exclude={SVG_MIME})) == {"text/plain"}
     assert calls == []  # dot was never started
-
-
-def test_register_ipython_display_hooks_the_three_classes_by_name() -> None:
-    registered: dict[tuple[str, str], Any] = {}
-
-    def for_type_by_name(module: str, name: str, func: Any) -> None:
-        registered[module, name] = func
-
-    formatter = SimpleNamespace(for_type_by_name=for_type_by_name)
-    shell = SimpleNamespace(display_formatter=SimpleNamespace(mimebundle_formatter=formatter))
-    assert register_ipython_display(shell)
-    assert set(registered) == {
-        ("agentnb.graph.builder", "StateGraph"),
-        ("agentnb.graph.workflow", "Workflow"),
-        ("agentnb.graph.run", "Run"),
-    }
-    printer = registered["agentnb.graph.builder", "StateGraph"]
-    assert printer(refund_graph())["text/plain"] == REFUND_TEXT
-
-
-def test_register_outside_ipython_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(sys.modules, "IPython", raising=False)
-    assert register_ipython_display() is False
 
 
 def test_text_listing_of_an_incomplete_graph_with_odd_names() -> None:
