@@ -22,12 +22,14 @@ events, or one node per cell::
 from agentnb.errors import (
     AgentnbError,
     ApprovalNotPending,
+    BreakerOpen,
     DefinitionError,
     IncompatibleWorkflow,
     InvalidDecision,
     InvalidState,
     MissingDependency,
     NodeFailed,
+    NodeTimeout,
     RoutingError,
     RunBusy,
     RunNotFound,
@@ -35,6 +37,7 @@ from agentnb.errors import (
     StepBudgetExhausted,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
+from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store import (
     Checkpoint,
     Checkpointer,
@@ -54,8 +57,10 @@ __all__ = [
     "START",
     "AgentnbError",
     "ApprovalNotPending",
+    "BreakerOpen",
     "Checkpoint",
     "Checkpointer",
+    "CircuitBreaker",
     "Decision",
     "DefinitionError",
     "Event",
@@ -67,6 +72,8 @@ __all__ = [
     "MissingDependency",
     "NodeContext",
     "NodeFailed",
+    "NodeTimeout",
+    "Retry",
     "RoutingError",
     "Run",
     "RunBusy",
