@@ -256,6 +256,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--db", required=True, help="the SQLite checkpoint file")
     show.add_argument("--json", action="store_true", help="print JSON")
 
+    validate = sub.add_parser("validate", help="check a state-machine JSON/YAML definition")
+    validate.add_argument("file", help="the definition file (.json, .yaml, .yml)")
+
     draw = sub.add_parser("draw", help="draw a workflow: MODULE:ATTR to .svg/.png/.pdf/.dot")
     draw.add_argument("target", help="MODULE:ATTR naming a StateGraph or Workflow")
     draw.add_argument("-o", "--output", required=True, help="the file to write ('-': DOT)")
@@ -271,6 +274,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.fsm.loader import validate_file
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise _UsageError(f"no file at {args.file!r}")
+    problems = validate_file(path)
+    if not problems:
+        out.write(f"{path}: valid\n")
+        return OK
+    out.write(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+    for problem in problems:
+        out.write(f"  {problem}\n")
+    return REFUSED
+
+
 def _cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.render.export import cli_draw
 
@@ -280,6 +299,7 @@ def _cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": _cmd_demo,
     "draw": _cmd_draw,
+    "validate": _cmd_validate,
     "runs": _cmd_runs,
     "show": _cmd_show,
     "approve": _cmd_decide,

@@ -8,7 +8,8 @@ attributes and builds its message from them: the fact first, then the fix.
     AgentnbError
     ├── DefinitionError            the graph or machine definition is wrong: fix the code
     │   ├── SchemaError            a JSON/YAML definition is invalid (``problems`` with JSON paths)
-    │   └── IncompatibleWorkflow   a stored run does not fit the workflow trying to drive it
+    │   ├── IncompatibleWorkflow   a stored run does not fit the workflow trying to drive it
+    │   └── IncompatibleMachine    a stored instance does not fit the machine definition
     ├── InvalidState               a state value cannot be stored as JSON (``path`` says where)
     ├── RunError                   something happened to a run
     │   ├── NodeFailed             a node raised; ``__cause__`` is the original exception
@@ -25,8 +26,10 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
     │   └── StaleApproval          the approver saw a state that has changed since
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
+    ├── InstanceNotFound           no state-machine instance with that id in this store
     ├── StoreError                 the checkpoint database cannot be used
-    │   └── SchemaVersionError     the database was written by a newer agentnb
+    │   ├── SchemaVersionError     the database was written by a newer agentnb
+    │   └── InstanceConflict       another writer moved a machine instance on first
     ├── RenderError                Graphviz failed, timed out, or drew something unsafe
     └── MissingDependency          an optional extra is not installed (``pip install ...``)
 """
@@ -42,7 +45,10 @@ __all__ = [
     "BreakerOpen",
     "DecisionError",
     "DefinitionError",
+    "IncompatibleMachine",
     "IncompatibleWorkflow",
+    "InstanceConflict",
+    "InstanceNotFound",
     "InvalidDecision",
     "InvalidState",
     "LeaseLost",
@@ -142,6 +148,19 @@ class IncompatibleWorkflow(DefinitionError):
             culprit=run_id,
             fix="Rebuild the workflow with the same nodes, edges and interrupts as when the "
             "run started, or start a new run.",
+        )
+
+
+class IncompatibleMachine(DefinitionError):
+    """A stored machine instance does not fit the definition trying to drive it."""
+
+    def __init__(self, instance_id: str, reason: str) -> None:
+        self.instance_id = instance_id
+        self.reason = reason
+        super().__init__(
+            f"instance {instance_id!r} cannot follow this machine: {reason}",
+            culprit=instance_id,
+            fix="Keep the instance's current state in the new definition, or start a new instance.",
         )
 
 
@@ -328,15 +347,43 @@ class StaleApproval(DecisionError):
 
 
 class TransitionNotAllowed(AgentnbError):
-    """A state machine received an event it does not accept in its current state."""
+    """A state machine received an event it does not accept in its current state.
 
-    def __init__(self, event: str, state: str, allowed: Sequence[str]) -> None:
+    Attributes:
+        event, state: what was sent, and where the instance stood.
+        allowed: the events the state declares.
+        guards: when the event is declared but every guard refused it, their names.
+    """
+
+    def __init__(
+        self, event: str, state: str, allowed: Sequence[str], *, guards: Sequence[str] = ()
+    ) -> None:
         self.event = event
         self.state = state
         self.allowed = list(allowed)
+        self.guards = list(guards)
         allowed_text = ", ".join(repr(a) for a in self.allowed) or "none (final state)"
+        if self.guards:
+            message = (
+                f"event {event!r} was refused in state {state!r}: it has transitions here, "
+                f"but none of their guards ({', '.join(self.guards)}) passed with this "
+                f"context and payload. Declared now: {allowed_text}."
+            )
+        else:
+            message = f"event {event!r} is not allowed in state {state!r}. Allowed now: " + (
+                f"{allowed_text}."
+            )
+        super().__init__(message)
+
+
+class InstanceNotFound(AgentnbError):
+    """No state-machine instance with this id exists in the store."""
+
+    def __init__(self, instance_id: str) -> None:
+        self.instance_id = instance_id
         super().__init__(
-            f"event {event!r} is not allowed in state {state!r}. Allowed now: {allowed_text}."
+            f"no machine instance {instance_id!r} in this store. Start one with "
+            "machine.start(instance_id=..., store=...)."
         )
 
 
@@ -357,6 +404,21 @@ class SchemaVersionError(StoreError):
         super().__init__(
             f"{path} has schema version {found}, but this agentnb understands up to "
             f"{supported}. Upgrade agentnb (pip install -U agentnb) to open it."
+        )
+
+
+class InstanceConflict(StoreError):
+    """Another writer moved a machine instance on while this event was being decided."""
+
+    def __init__(self, instance_id: str, event: str, expected: int, found: int) -> None:
+        self.instance_id = instance_id
+        self.event = event
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"instance {instance_id!r} moved on while event {event!r} was processed (now at "
+            f"#{found}, expected #{expected}), so nothing was saved. Send the event again: "
+            "it will be decided from the new state."
         )
 
 

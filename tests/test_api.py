@@ -84,6 +84,8 @@ LEVELS = {
     "agentnb.graph.state": 2,
     "agentnb.graph": 3,
     "agentnb.fsm": 3,
+    "agentnb.fsm.records": 2,  # what a store keeps, so the checkpointer can hold machines
+    "agentnb.fsm.memory": 2,
     "agentnb.examples": 3,
     "agentnb.resilience": 3,
     "agentnb.render": 4,

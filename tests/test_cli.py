@@ -140,3 +140,41 @@ def test_the_console_script_runs_as_a_module() -> None:
     )
     assert out.returncode == 0
     assert out.stdout.startswith("agentnb ")
+
+
+def test_validate_lists_every_problem_and_exits_1(tmp_path: Path) -> None:
+    good = tmp_path / "light.json"
+    good.write_text(
+        json.dumps(
+            {
+                "name": "light",
+                "states": ["red", "green"],
+                "initial": "red",
+                "transitions": [
+                    {"source": "red", "event": "go", "target": "green"},
+                    {"source": "green", "event": "stop", "target": "red"},
+                ],
+            }
+        )
+    )
+    assert cli("validate", str(good)) == (0, f"{good}: valid\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps(
+            {
+                "name": "light",
+                "states": ["red"],
+                "initial": "blue",
+                "transitions": [{"source": "red", "event": "go", "target": "nowhere"}],
+            }
+        )
+    )
+    code, out = cli("validate", str(bad))
+    assert code == 1
+    assert "2 problems" in out
+    assert "$.initial" in out
+    assert "$.transitions[0].target" in out
+
+
+def test_validate_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    assert cli("validate", str(tmp_path / "none.json"))[0] == 2

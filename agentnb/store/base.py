@@ -236,6 +236,17 @@ class Checkpointer(ABC):
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         """The decision audit (accepted and refused), oldest first."""
 
+    # -- state machines --------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def machines(self) -> Any:
+        """The store of state-machine instances kept beside the runs.
+
+        It implements :class:`~agentnb.fsm.instance.MachineStore`; pass the checkpointer
+        itself as ``machine.start(store=checkpointer)``.
+        """
+
     # -- side effects ----------------------------------------------------------------------
 
     @abstractmethod

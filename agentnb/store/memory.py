@@ -11,6 +11,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agentnb._json import loads
 from agentnb.errors import (
@@ -29,6 +30,9 @@ from agentnb.store.base import (
     decision_status,
     owner_is_dead,
 )
+
+if TYPE_CHECKING:
+    from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -53,9 +57,19 @@ class MemoryCheckpointer(Checkpointer):
         self._decisions: list[Decision] = []
         self._effects: dict[str, tuple[Effect, str]] = {}
         self._closed = False
+        self._machines: MemoryMachineStore | None = None
 
     def __repr__(self) -> str:
         return f"<MemoryCheckpointer: {len(self._runs)} runs>"
+
+    @property
+    def machines(self) -> MemoryMachineStore:
+        """State-machine instances kept beside the runs, in memory."""
+        from agentnb.fsm.memory import MemoryMachineStore
+
+        if self._machines is None:
+            self._machines = MemoryMachineStore()
+        return self._machines
 
     def close(self) -> None:
         self._closed = True

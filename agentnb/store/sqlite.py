@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentnb._json import dumps, loads
 from agentnb.errors import (
@@ -46,6 +46,9 @@ from agentnb.store.base import (
     decision_status,
     owner_is_dead,
 )
+
+if TYPE_CHECKING:
+    from agentnb.store.machines import SqliteMachineStore
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -58,7 +61,11 @@ from agentnb.store.records import (
 
 __all__ = ["SqliteCheckpointer"]
 
-MIGRATIONS = ("sqlite_0001_initial.sql", "sqlite_0002_effects.sql")
+MIGRATIONS = (
+    "sqlite_0001_initial.sql",
+    "sqlite_0002_effects.sql",
+    "sqlite_0003_machines.sql",
+)
 LATEST = len(MIGRATIONS)
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -162,6 +169,7 @@ class SqliteCheckpointer(Checkpointer):
             )
         self.path = os.fspath(path)
         self._lock = threading.RLock()
+        self._machines: SqliteMachineStore | None = None
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -183,6 +191,15 @@ class SqliteCheckpointer(Checkpointer):
 
     def __repr__(self) -> str:
         return f"<SqliteCheckpointer {self.path!r}>"
+
+    @property
+    def machines(self) -> SqliteMachineStore:
+        """State-machine instances in this database (``machine.start(store=this)``)."""
+        from agentnb.store.machines import SqliteMachineStore
+
+        if self._machines is None:
+            self._machines = SqliteMachineStore(self)
+        return self._machines
 
     # -- plumbing ------------------------------------------------------------------------
 

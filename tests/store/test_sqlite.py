@@ -41,7 +41,7 @@ def test_the_database_uses_wal_a_busy_timeout_and_a_schema_version(tmp_path: Pat
         pass
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST == 2
+    assert db.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST == 3
     store = SqliteCheckpointer(path, timeout=7, synchronous="full")
     assert store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 7000
     assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
@@ -71,20 +71,22 @@ def test_a_database_from_a_newer_agentnb_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
-    """A version-1 file (no side-effect ledger) gains the ledger and keeps its runs."""
+    """A version-1 file (no ledger, no machines) gains the new tables and keeps its runs."""
     path = tmp_path / "old.sqlite3"
     with SqliteCheckpointer(path) as store:
         build_refund_workflow(store).start({})
     db = sqlite3.connect(path)
     db.execute("DROP TABLE effects")
-    db.execute("DELETE FROM schema_version WHERE version = 2")
+    db.execute("DROP TABLE machine_events")
+    db.execute("DROP TABLE machine_instances")
+    db.execute("DELETE FROM schema_version WHERE version >= 2")
     db.commit()
     db.close()
     with SqliteCheckpointer(path) as store:
         assert len(store.list_runs()) == 1
         assert store.recorded_effect("nothing") is None
     versions = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall()
-    assert versions == [(1,), (2,)]
+    assert versions == [(v,) for v in range(1, LATEST + 1)]
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_store_error(tmp_path: Path) -> None:

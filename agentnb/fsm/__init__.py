@@ -1,0 +1,31 @@
+"""Event-driven state machines: definitions, running instances, JSON/YAML files, hot reload.
+
+The state is just the node; an instance's data lives in its *context*, a JSON dict kept
+beside it. Definitions are built in code (:class:`StateMachine`) or loaded from a file
+(:func:`load_machine`, schema in ``machine.schema.json``); both obey the same rules.
+
+Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to load files,
+``pyyaml`` for YAML, ``watchfiles`` for :class:`MachineReloader`. They are imported only when
+used, so ``import agentnb.fsm`` needs none of them.
+"""
+
+from agentnb.fsm.instance import MachineInstance, MachineStore
+from agentnb.fsm.loader import load_machine, validate_file
+from agentnb.fsm.machine import StateMachine, Transition
+from agentnb.fsm.memory import MemoryMachineStore
+from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.fsm.reload import MachineReloader, ReloadResult
+
+__all__ = [
+    "InstanceSnapshot",
+    "MachineInstance",
+    "MachineReloader",
+    "MachineStore",
+    "MemoryMachineStore",
+    "ReloadResult",
+    "StateMachine",
+    "Transition",
+    "TransitionRecord",
+    "load_machine",
+    "validate_file",
+]

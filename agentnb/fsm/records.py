@@ -1,0 +1,55 @@
+"""What a state-machine store keeps: frozen records with JSON payloads.
+
+Times are seconds since the epoch (UTC) as floats, like the workflow records.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["InstanceSnapshot", "TransitionRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionRecord:
+    """One processed event of an instance, in order (``seq`` counts from 1 per instance).
+
+    An event that was not allowed and ``strict=False`` is recorded with ``ignored=True``,
+    ``source == target``, and ``reason`` saying why.
+    """
+
+    instance_id: str
+    seq: int
+    event: str
+    event_id: str
+    source: str
+    target: str
+    payload: Any
+    delta: dict[str, Any]
+    """The context keys the transition set (exit hooks, action, enter hooks merged)."""
+    at: float = field(compare=False)
+    ignored: bool = False
+    reason: str | None = None
+
+    @property
+    def at_iso(self) -> str:
+        """``at`` as an ISO 8601 UTC timestamp."""
+        return _dt.datetime.fromtimestamp(self.at, _dt.UTC).isoformat(timespec="milliseconds")
+
+    def __str__(self) -> str:
+        if self.ignored:
+            return f"#{self.seq} {self.event} ignored in {self.source} ({self.reason})"
+        return f"#{self.seq} {self.source} --{self.event}--> {self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSnapshot:
+    """Where an instance stands after ``seq`` records: its state name and its context."""
+
+    instance_id: str
+    machine: str
+    state: str
+    context: dict[str, Any]
+    seq: int
