@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit bench system-deps clean
+.PHONY: demo test lint unit nbval notebooks bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,16 @@ lint: $(VENV)/.dev
 unit: $(VENV)/.dev system-deps
 	$(PY) -m pytest
 
-test: lint unit
+# The notebooks' committed outputs, compared after sanitising ids, times and paths.
+nbval: $(VENV)/.dev system-deps
+	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
+	  notebooks/*.ipynb
+
+# Re-execute the notebooks and store their outputs (after changing them or agentnb).
+notebooks: $(VENV)/.dev system-deps
+	$(PY) notebooks/regenerate.py
+
+test: lint unit nbval
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_runtime.py
