@@ -24,6 +24,7 @@ from agentnb.errors import (
     IncompatibleWorkflow,
 )
 from agentnb.graph.builder import END
+from agentnb.graph.state import apply_delta
 from agentnb.store.base import CheckpointWrite, new_owner
 from agentnb.store.records import (
     Checkpoint,
@@ -167,38 +168,79 @@ class Run:
     # -- construction ------------------------------------------------------------------
 
     @classmethod
-    def _create(cls, workflow: Workflow, state: dict[str, Any], run_id: str | None) -> Run:
+    def _create(
+        cls,
+        workflow: Workflow,
+        state: dict[str, Any],
+        run_id: str | None,
+        *,
+        node: str | None = None,
+        step: int = 0,
+        origin: dict[str, Any] | None = None,
+    ) -> Run:
         check(state, root="state")
         state_json = dumps(state)
         run_id = run_id or os.urandom(16).hex()
+        node = node or workflow.entry
         now = time.time()
         record = RunRecord(
             run_id=run_id,
             graph=workflow.name,
             shape=workflow.shape,
             status=Status.RUNNING,
-            node=workflow.entry,
-            step=0,
+            node=node,
+            step=step,
             seq=1,
             max_steps=workflow.max_steps,
             created_at=now,
             updated_at=now,
         )
-        started = Event(
-            run_id,
-            1,
-            0,
-            EventType.RUN_STARTED,
-            workflow.entry,
-            {"graph": workflow.name, "state": loads(state_json), "max_steps": workflow.max_steps},
-            now,
-        )
-        workflow.checkpointer.create_run(
-            record, CheckpointWrite(0, workflow.entry, state_json), [started]
-        )
+        payload = {
+            "graph": workflow.name,
+            "state": loads(state_json),
+            "max_steps": record.max_steps,
+        }
+        if origin:
+            payload["forked_from"] = origin
+        started = Event(run_id, 1, step, EventType.RUN_STARTED, node, payload, now)
+        workflow.checkpointer.create_run(record, CheckpointWrite(step, node, state_json), [started])
         if workflow.listeners:
             workflow._notify([started])
         return cls(workflow, record)
+
+    def fork(
+        self,
+        step: int | None = None,
+        *,
+        update: dict[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Run:
+        """A new run that starts from this run's checkpoint after ``step`` nodes.
+
+        Time travel without rewriting history: this run is untouched; the fork continues
+        from the same node with the same state (plus ``update``, merged by the graph's
+        reducers), and its ``run_started`` event says where it came from. Nothing executes
+        until you step or run it.
+
+        Args:
+            step: which checkpoint (default: the latest).
+            update: keys to change in the forked state, e.g. to try another amount.
+            run_id: the fork's id (default: a new random one).
+        """
+        checkpoint = self._store.checkpoint(self.run_id, step)
+        state = checkpoint.state
+        if update:
+            check(update, root="update")
+            state = apply_delta(state, update, self.workflow.reducers)
+        origin = {"run_id": self.run_id, "step": checkpoint.step}
+        return Run._create(
+            self.workflow,
+            state,
+            run_id,
+            node=checkpoint.node,
+            step=checkpoint.step,
+            origin=origin,
+        )
 
     @classmethod
     def _attach(cls, workflow: Workflow, run_id: str) -> Run:

@@ -507,3 +507,33 @@ def test_listeners_see_every_saved_event_once_and_cannot_break_a_run(
     with pytest.warns(RuntimeWarning, match="metrics bug"):
         wf.start({"requested": 5}).run()
     assert wf.runs(Status.COMPLETED)
+
+
+def test_a_fork_replays_from_a_past_step_without_touching_the_original(
+    store: Checkpointer, drive: Driver
+) -> None:
+    refunds: list[int] = []
+    wf = build_refund_workflow(store, refunds)
+    original = wf.start({"requested": 1000})
+    drive.run(original)
+    original.approve(by="ada")
+    drive.run(original)
+    assert refunds == [1000]
+    fork = original.fork(1, update={"amount": 200}, run_id="smaller")
+    assert (fork.run_id, fork.node, fork.steps, fork.status) == (
+        "smaller",
+        "human_approval",
+        1,
+        "running",
+    )
+    assert fork.state["amount"] == 200
+    assert fork.events[0].payload["forked_from"] == {"run_id": original.run_id, "step": 1}
+    result = drive.step(fork)
+    assert (result.node, result.status) == (None, Status.PENDING)  # the interrupt still holds
+    fork.approve(by="ada")
+    drive.run(fork)
+    assert refunds == [1000, 200]
+    assert original.status == Status.COMPLETED
+    assert [cp.step for cp in fork.history()] == [1, 2, 3]
+    with pytest.raises(InvalidState):
+        original.fork(0, update={"bad": {1, 2}})
