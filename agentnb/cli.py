@@ -259,8 +259,12 @@ def _parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a state-machine JSON/YAML definition")
     validate.add_argument("file", help="the definition file (.json, .yaml, .yml)")
 
-    draw = sub.add_parser("draw", help="draw a workflow: MODULE:ATTR to .svg/.png/.pdf/.dot")
-    draw.add_argument("target", help="MODULE:ATTR naming a StateGraph or Workflow")
+    draw = sub.add_parser("draw", help="draw a workflow or state machine to .svg/.png/.pdf/.dot")
+    draw.add_argument(
+        "target",
+        help="MODULE:ATTR naming a StateGraph, Workflow or StateMachine, or a machine "
+        "definition file (.json, .yaml, .yml)",
+    )
     draw.add_argument("-o", "--output", required=True, help="the file to write ('-': DOT)")
     draw.add_argument("--direction", choices=("LR", "TB"), default="LR")
 

@@ -54,3 +54,19 @@ def test_the_cli_draws_a_module_attribute(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert ".svg" in err
+
+
+def test_machines_and_instances_show_and_draw_themselves(tmp_path: Path) -> None:
+    from agentnb.fsm import StateMachine
+
+    door = StateMachine("door", ["closed", "open"], initial="closed")
+    door.add_transition("closed", "push", "open")
+    door.add_transition("open", "pull", "closed")
+    instance = door.start()
+    instance.send("push")
+    for obj in (door, instance):
+        bundle = obj._repr_mimebundle_()
+        assert "<svg" in bundle["image/svg+xml"]
+        assert "closed" in bundle["text/plain"]
+    assert "is-current" in html.unescape(instance._repr_mimebundle_()["image/svg+xml"])
+    assert instance.draw(tmp_path / "door.dot").read_text().startswith("digraph")

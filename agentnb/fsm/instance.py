@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentnb._aio import run_sync
+from agentnb._display import Drawable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     DefinitionError,
@@ -83,7 +84,7 @@ class MachineStore(Protocol):
         """Every record of the instance, by ``seq``."""
 
 
-class MachineInstance:
+class MachineInstance(Drawable):
     """One running instance of a :class:`StateMachine`. Create it with ``machine.start()``.
 
     Attributes:
@@ -197,7 +198,9 @@ class MachineInstance:
                 result = await result
             _merge(work, delta, result, what, transition)
         check(work, root="context")
-        record = self._record(snap, event, event_id, transition.target, payload, delta)
+        record = self._record(
+            snap, event, event_id, transition.target, payload, delta, None, transition.index
+        )
         after = InstanceSnapshot(self.id, snap.machine, transition.target, work, record.seq)
         return self._commit(machine, after, record)
 
@@ -240,6 +243,7 @@ class MachineInstance:
         payload: Any,
         delta: dict[str, Any],
         reason: str | None = None,
+        transition: int | None = None,
     ) -> TransitionRecord:
         return TransitionRecord(
             instance_id=self.id,
@@ -253,6 +257,7 @@ class MachineInstance:
             at=time.time(),
             ignored=reason is not None,
             reason=reason,
+            transition=transition,
         )
 
     def _refuse(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
 from agentnb.fsm.rules import (
     EdgeSpec,
@@ -95,7 +96,7 @@ def _raise_first(findings: list[Finding]) -> None:
     raise DefinitionError(first.message + more, culprit=first.culprit or None, fix=first.fix)
 
 
-class StateMachine:
+class StateMachine(Drawable):
     """A state-machine definition, built in code or loaded with :func:`load_machine`.
 
     Args:

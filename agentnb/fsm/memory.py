@@ -103,4 +103,5 @@ class MemoryMachineStore:
             record.at,
             record.ignored,
             record.reason,
+            record.transition,
         )

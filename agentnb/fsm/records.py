@@ -32,6 +32,8 @@ class TransitionRecord:
     at: float = field(compare=False)
     ignored: bool = False
     reason: str | None = None
+    transition: int | None = None
+    """Which declared transition fired (its ``index``); ``None`` for an ignored event."""
 
     @property
     def at_iso(self) -> str:

@@ -7,12 +7,11 @@ node that does not exist, a node nothing reaches) when compiling.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
 from agentnb.graph.state import DEFAULT_REDUCERS, Reducer
 from agentnb.resilience import CircuitBreaker, Retry
@@ -117,7 +116,7 @@ def _is_async(fn: NodeFn) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
-class StateGraph:
+class StateGraph(Drawable):
     """A workflow graph under construction.
 
     Args:
@@ -146,25 +145,6 @@ class StateGraph:
 
     def __repr__(self) -> str:
         return f"StateGraph({self.name!r}, nodes={list(self.nodes)})"
-
-    # -- display (presentation lives in agentnb.render, imported only when used) ----------
-
-    def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
-    ) -> dict[str, str]:
-        from agentnb.render.display import mimebundle
-
-        return mimebundle(self, include, exclude)
-
-    def draw(self, path: str | os.PathLike[str], **options: Any) -> Path:
-        """Write the diagram to ``path``: ``.svg``, ``.png``, ``.pdf`` or ``.dot``.
-
-        Options are those of :func:`agentnb.render.export.draw` (``direction="TB"``,
-        ``title=...``, ``legend=True``).
-        """
-        from agentnb.render.export import draw
-
-        return draw(self, path, **options)
 
     def add_node(
         self,

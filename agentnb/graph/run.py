@@ -12,12 +12,12 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Container, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import iterate_sync, run_sync
+from agentnb._display import Drawable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
@@ -152,7 +152,7 @@ class StepResult:
         printer.text(str(self))
 
 
-class Run:
+class Run(Drawable):
     """A run of a workflow. Create with ``workflow.start()``, re-attach with ``attach()``."""
 
     def __init__(self, workflow: Workflow, record: RunRecord) -> None:
@@ -318,25 +318,6 @@ class Run:
             f"<Run {self.run_id[:12]} of {r.graph!r}: {r.status} at {r.node!r}, "
             f"step {r.step}/{r.max_steps}{worker}>"
         )
-
-    # -- display (presentation lives in agentnb.render, imported only when used) ----------
-
-    def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
-    ) -> dict[str, str]:
-        from agentnb.render.display import mimebundle
-
-        return mimebundle(self, include, exclude)
-
-    def draw(self, path: str | os.PathLike[str], **options: Any) -> Path:
-        """Write the diagram to ``path``: ``.svg``, ``.png``, ``.pdf`` or ``.dot``.
-
-        Options are those of :func:`agentnb.render.export.draw` (``direction="TB"``,
-        ``title=...``, ``legend=True``).
-        """
-        from agentnb.render.export import draw
-
-        return draw(self, path, **options)
 
     # -- decisions -----------------------------------------------------------------------
 

@@ -7,13 +7,12 @@ Routing lives here and is a pure function of ``(node, state)``. Driving runs liv
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
-from collections.abc import AsyncIterator, Callable, Container, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import iterate_sync, run_sync
+from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb.errors import DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, NodeSpec, StateGraph
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Workflow"]
 
 
-class Workflow:
+class Workflow(Drawable):
     """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``."""
 
     def __init__(
@@ -94,25 +93,6 @@ class Workflow:
             f"<Workflow {self.name!r}: {len(self.nodes)} nodes, entry {self.entry!r}, "
             f"max_steps={self.max_steps}>"
         )
-
-    # -- display (presentation lives in agentnb.render, imported only when used) ----------
-
-    def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
-    ) -> dict[str, str]:
-        from agentnb.render.display import mimebundle
-
-        return mimebundle(self, include, exclude)
-
-    def draw(self, path: str | os.PathLike[str], **options: Any) -> Path:
-        """Write the diagram to ``path``: ``.svg``, ``.png``, ``.pdf`` or ``.dot``.
-
-        Options are those of :func:`agentnb.render.export.draw` (``direction="TB"``,
-        ``title=...``, ``legend=True``).
-        """
-        from agentnb.render.export import draw
-
-        return draw(self, path, **options)
 
     # -- routing (pure) ------------------------------------------------------------------
 

@@ -23,8 +23,11 @@ from agentnb.render.export import cli_draw, draw
 from agentnb.render.extract import (
     diagram_for,
     diagram_from_graph,
+    diagram_from_instance,
+    diagram_from_machine,
     diagram_from_run,
     overlay_from_events,
+    overlay_from_history,
 )
 from agentnb.render.model import Diagram, Edge, EdgeKind, Node, NodeKind, Overlay
 from agentnb.render.svg import RenderError, render_svg
@@ -42,10 +45,13 @@ __all__ = [
     "cli_draw",
     "diagram_for",
     "diagram_from_graph",
+    "diagram_from_instance",
+    "diagram_from_machine",
     "diagram_from_run",
     "draw",
     "mimebundle",
     "overlay_from_events",
+    "overlay_from_history",
     "render_svg",
     "to_dot",
     "to_text",

@@ -1,10 +1,12 @@
-"""Notebook display: ``_repr_mimebundle_`` for StateGraph, Workflow and Run, offline.
+"""Notebook display: ``_repr_mimebundle_`` for workflows, runs and state machines, offline.
 
 With Graphviz installed the bundle holds the SVG drawing and a text listing; without it,
 the listing and a hint to install Graphviz — a notebook never breaks for want of ``dot``.
 
 StateGraph, Workflow and Run call :func:`mimebundle` from their ``_repr_mimebundle_``,
-importing this module only when a notebook asks to display them.
+importing this module only when a notebook asks to display them; a StateMachine or a
+machine instance passed to :func:`mimebundle` draws its transition table (and, for an
+instance, where it is and how it got there).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def mimebundle(
     *,
     direction: Direction = "LR",
 ) -> dict[str, str]:
-    """The display bundle of a StateGraph, Workflow or run: SVG plus a text listing.
+    """The display bundle of a StateGraph, Workflow, run, StateMachine or machine instance:
+    SVG plus a text listing.
 
     Never raises for a missing or failing Graphviz: the text stands in for the drawing.
 

@@ -165,12 +165,25 @@ def _q(value: str) -> str:
 class _Lit:
     """An overlay indexed for drawing: set and dict lookups instead of tuple scans."""
 
-    __slots__ = ("counts", "overlay", "visited")
+    __slots__ = ("counts", "keyed", "overlay", "visited")
 
     def __init__(self, overlay: Overlay) -> None:
         self.overlay = overlay
         self.visited = frozenset(overlay.visited)
         self.counts = {(s, t): n for s, t, n in overlay.traversed}
+        self.keyed = {(s, t, k): n for s, t, k, n in overlay.keyed}
+
+    def taken(self, edge: Edge) -> int:
+        """How often ``edge`` was taken; parallel edges apart when the overlay is keyed."""
+        if self.keyed and edge.key is not None:
+            return self.keyed.get((edge.source, edge.target, edge.key), 0)
+        return self.counts.get((edge.source, edge.target), 0)
+
+    def is_last(self, edge: Edge) -> bool:
+        overlay = self.overlay
+        if overlay.last != (edge.source, edge.target):
+            return False
+        return overlay.last_key is None or edge.key is None or overlay.last_key == edge.key
 
 
 def _node_state(node: Node, lit: _Lit | None) -> list[str]:
@@ -258,12 +271,12 @@ def _edge_line(edge: Edge, names: dict[str, str], lit: _Lit | None, prefix: str)
     if edge.implicit:
         classes.append("implicit")
     attrs: list[tuple[str, str]] = [("id", _q(edge_dom_id(edge, prefix)))]
-    taken = lit.counts.get((edge.source, edge.target), 0) if lit else 0
+    taken = lit.taken(edge) if lit else 0
     if lit and taken:
         classes.append("is-traversed")
         colour = _TAKEN_DONE if lit.overlay.completed else _TAKEN
         attrs += [("color", _q(colour)), ("fontcolor", _q(colour)), ("penwidth", "2.2")]
-    if lit and lit.overlay.last == (edge.source, edge.target):
+    if lit and lit.is_last(edge):
         classes.append("is-last")
     attrs.insert(1, ("class", _q(" ".join(classes))))
     if edge.kind is EdgeKind.CONDITIONAL:

@@ -1,5 +1,8 @@
 """Draw to a file, from Python (:func:`draw`) or the command line (:func:`cli_draw`).
 
+Both draw workflows, runs, state machines and machine instances; the command line also
+draws a state-machine definition file (``.json``, ``.yaml``, ``.yml``) without running it.
+
 Example:
     >>> import tempfile, pathlib
     >>> from agentnb.graph.builder import StateGraph
@@ -14,20 +17,26 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agentnb.errors import AgentnbError, RenderError
+from agentnb.errors import AgentnbError, DefinitionError, RenderError
 from agentnb.graph.builder import StateGraph
 from agentnb.graph.workflow import Workflow
 from agentnb.render.extract import diagram_for
 from agentnb.render.model import Direction
 from agentnb.render.svg import TIMEOUT, render
 
-__all__ = ["SUFFIXES", "cli_draw", "draw"]
+if TYPE_CHECKING:
+    from agentnb.fsm import StateMachine
+
+__all__ = ["DEFINITION_SUFFIXES", "SUFFIXES", "cli_draw", "draw", "load_definition"]
 
 SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
 """File suffix -> output format."""
+DEFINITION_SUFFIXES = (".json", ".yaml", ".yml")
+"""A ``cli_draw`` target with one of these suffixes is a state-machine definition file."""
 
 
 def _format(path: Path) -> str:
@@ -49,7 +58,8 @@ def draw(
     legend: bool | None = None,
     timeout: float = TIMEOUT,
 ) -> Path:
-    """Write the diagram of a StateGraph, Workflow or run to ``path``; return the path.
+    """Write the diagram of a StateGraph, Workflow, run, StateMachine or machine instance
+    to ``path``; return the path.
 
     The suffix picks the format: ``.svg``, ``.png``, ``.pdf`` (Graphviz needed) or
     ``.dot``/``.gv`` (DOT text, no Graphviz needed). ``timeout`` bounds each layout attempt
@@ -96,17 +106,26 @@ def _import_target(target: str) -> object:
             where = ".".join([module_name, *attr_path.split(".")[:i]])
             raise _UserError(f"{where!r} has no attribute {name!r}{_candidates(module)}")
         obj = getattr(obj, name)
-    if callable(obj) and not isinstance(obj, StateGraph | Workflow):
+    if callable(obj) and not _drawable(obj):
         try:
             obj = obj()
         except Exception as exc:
             raise _UserError(f"calling {target}() failed: {_describe(exc)}") from None
-    if not isinstance(obj, StateGraph | Workflow):
+    if not _drawable(obj):
         raise _UserError(
-            f"{target} is a {type(obj).__name__}, not a StateGraph or Workflow "
-            "(or a function returning one)"
+            f"{target} is a {type(obj).__name__}, not a StateGraph or Workflow (nor a "
+            "StateMachine, a machine instance, or a function returning one of these)"
         )
     return obj
+
+
+def _drawable(obj: object) -> bool:
+    """True for what ``agentnb draw`` draws: a workflow, a state machine or an instance."""
+    if isinstance(obj, StateGraph | Workflow):
+        return True
+    from agentnb.fsm import MachineInstance, StateMachine
+
+    return isinstance(obj, StateMachine | MachineInstance)
 
 
 class _UserError(Exception):
@@ -118,10 +137,58 @@ def _describe(exc: BaseException) -> str:
 
 
 def _candidates(module: object) -> str:
-    found = sorted(
-        name for name, value in vars(module).items() if isinstance(value, StateGraph | Workflow)
-    )
+    found = sorted(name for name, value in vars(module).items() if _drawable(value))
     return f" (it has: {', '.join(found)})" if found else ""
+
+
+def _placeholder(role: str, name: str) -> Callable[[object, object], Any]:
+    """Stands in for a registry function a definition file names; refuses to run."""
+
+    def placeholder(context: object, payload: object) -> Any:
+        raise DefinitionError(
+            f"{role} {name!r} is a placeholder: this machine was loaded for drawing only",
+            culprit=name,
+            fix="Load the file with load_machine(path, registry={...}) to run it",
+        )
+
+    placeholder.__name__ = placeholder.__qualname__ = name
+    return placeholder
+
+
+def _registry_names(data: object) -> dict[str, str]:
+    """Every guard, action and hook name a parsed definition uses -> its role."""
+    names: dict[str, str] = {}
+    if not isinstance(data, dict):
+        return names
+    for key, roles in (("states", ("on_enter", "on_exit")), ("transitions", ("guard", "action"))):
+        items = data.get(key)
+        for item in items if isinstance(items, list) else []:
+            for role in roles:
+                name = item.get(role) if isinstance(item, dict) else None
+                if isinstance(name, str):
+                    names.setdefault(name, role)
+    return names
+
+
+def load_definition(path: str | os.PathLike[str]) -> StateMachine:
+    """The state machine a definition file describes, loaded for drawing: structure only.
+
+    The command line has no registry, so each guard, action and hook the file names
+    becomes a placeholder of that name (drawn as such) that raises if it is ever called.
+
+    Raises:
+        SchemaError: the file cannot be read or parsed, or breaks the schema or the rules;
+            ``problems`` lists every problem, as :func:`agentnb.fsm.validate_file` does.
+        MissingDependency: ``jsonschema`` (or ``pyyaml`` for YAML) is not installed.
+    """
+    from agentnb.fsm import load_machine
+    from agentnb.fsm.document import parse_document, read_source
+
+    content, label, fmt = read_source(Path(path))
+    data = parse_document(content, source=label, format=fmt).data
+    # Every name resolves, so the only problems left are those of the file's structure.
+    registry = {name: _placeholder(role, name) for name, role in _registry_names(data).items()}
+    return load_machine(Path(path), registry=registry)
 
 
 def cli_draw(
@@ -132,14 +199,18 @@ def cli_draw(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """``agentnb draw MODULE:ATTR OUTPUT``: draw a workflow to a file; return the exit status.
+    """``agentnb draw TARGET OUTPUT``: draw a workflow or state machine to a file.
 
-    ``ATTR`` is a StateGraph, a Workflow or a function returning one; the module is
-    imported from the current directory. ``OUTPUT`` ``-`` prints the DOT text.
+    ``TARGET`` is ``MODULE:ATTR``, where ``ATTR`` is a StateGraph, Workflow, StateMachine,
+    machine instance or a function returning one (the module is imported from the current
+    directory), or the path of a state-machine definition file (``.json``, ``.yaml``,
+    ``.yml``), drawn without a registry (see :func:`load_definition`). ``OUTPUT`` ``-``
+    prints the DOT text.
 
     Returns:
         0 when written; 2 for a mistake in the arguments or the target (one-line message,
-        no traceback); 1 when drawing failed (Graphviz missing or failing, file not writable).
+        no traceback); 1 when drawing failed (a definition file with problems, each listed;
+        Graphviz missing or failing; file not writable).
     """
     out = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -151,12 +222,17 @@ def cli_draw(
                 _format(Path(output))
             except RenderError as exc:
                 raise _UserError(str(exc)) from None
-        obj = _import_target(target)
+        is_file = target.lower().endswith(DEFINITION_SUFFIXES)
+        if is_file and not Path(target).is_file():
+            raise _UserError(f"no definition file {target!r}")
+        obj = None if is_file else _import_target(target)
     except _UserError as exc:
         print(f"agentnb draw: error: {exc}", file=err)
         return 2
     way: Direction = "TB" if direction == "TB" else "LR"
     try:
+        if obj is None:
+            obj = load_definition(target)
         if output == "-":
             out.write(render(diagram_for(obj, direction=way), "dot").decode("utf-8"))
             return 0

@@ -1,8 +1,10 @@
-"""Turn workflows and runs into the diagram IR.
+"""Turn workflows, runs, state machines and their instances into the diagram IR.
 
 :func:`diagram_from_graph` reads a :class:`~agentnb.StateGraph` (even one still being built)
 or a compiled :class:`~agentnb.Workflow`; :func:`overlay_from_events` replays a run's event
 log, so a run recorded by another process draws the same as a live one.
+:func:`diagram_for` also draws state machines and their instances, through
+:mod:`agentnb.render.extract_machine`; ``agentnb.fsm`` is imported only when one is drawn.
 
 Example:
     >>> from agentnb.graph.builder import END, StateGraph
@@ -19,6 +21,11 @@ from typing import Any, Protocol, TypeAlias
 
 from agentnb.graph.builder import StateGraph
 from agentnb.graph.workflow import Workflow
+from agentnb.render.extract_machine import (
+    diagram_from_instance,
+    diagram_from_machine,
+    overlay_from_history,
+)
 from agentnb.render.model import (
     END_ID,
     START_ID,
@@ -37,8 +44,11 @@ __all__ = [
     "RunLike",
     "diagram_for",
     "diagram_from_graph",
+    "diagram_from_instance",
+    "diagram_from_machine",
     "diagram_from_run",
     "overlay_from_events",
+    "overlay_from_history",
 ]
 
 GraphLike: TypeAlias = StateGraph | Workflow
@@ -284,7 +294,8 @@ def diagram_for(
     title: str | None = None,
     legend: bool | None = None,
 ) -> Diagram:
-    """The diagram of a ``StateGraph``, ``Workflow``, run or an existing ``Diagram``.
+    """The diagram of a ``StateGraph``, ``Workflow``, run, ``StateMachine``, machine
+    instance or an existing ``Diagram``.
 
     Raises:
         TypeError: ``obj`` is none of those.
@@ -297,4 +308,14 @@ def diagram_for(
     if isinstance(workflow, Workflow) and hasattr(obj, "events") and hasattr(obj, "run_id"):
         run: RunLike = obj  # type: ignore[assignment]  # checked structurally just above
         return diagram_from_run(run, direction=direction, title=title, legend=legend)
-    raise TypeError(f"cannot draw a {type(obj).__name__}: pass a StateGraph, a Workflow or a run")
+    # Only now: drawing workflows must not need (or pay for) the state-machine package.
+    from agentnb.fsm import MachineInstance, StateMachine
+
+    if isinstance(obj, StateMachine):
+        return diagram_from_machine(obj, direction=direction, title=title, legend=legend)
+    if isinstance(obj, MachineInstance):
+        return diagram_from_instance(obj, direction=direction, title=title, legend=legend)
+    raise TypeError(
+        f"cannot draw a {type(obj).__name__}: pass a StateGraph, a Workflow, a run, "
+        "a StateMachine or a machine instance"
+    )

@@ -154,6 +154,9 @@ class Overlay:
         rejected: the node whose approval was refused.
         error: ``"Type: message"`` of the failure, for text output.
         last: the edge taken last (a machine's last transition).
+        keyed: ``(source, target, key, count)`` when parallel edges must be told apart (a
+            machine's transitions between the same two states); drawing prefers it.
+        last_key: the key of the edge taken last, with ``keyed``.
     """
 
     status: str | None = None
@@ -165,6 +168,8 @@ class Overlay:
     rejected: str | None = None
     error: str | None = None
     last: tuple[str, str] | None = None
+    keyed: tuple[tuple[str, str, str, int], ...] = ()
+    last_key: str | None = None
 
     @property
     def completed(self) -> bool:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["SqliteMachineStore"]
 
 _RECORD_COLUMNS = (
-    "instance_id, seq, event, event_id, source, target, payload, delta, at, ignored, reason"
+    "instance_id, seq, event, event_id, source, target, payload, delta, at, ignored, reason, "
+    "transition"
 )
 
 
@@ -41,6 +42,7 @@ def _record(row: Sequence[Any]) -> TransitionRecord:
         row[8],
         bool(row[9]),
         row[10],
+        row[11],
     )
 
 
@@ -113,7 +115,7 @@ class SqliteMachineStore:
                 raise InstanceConflict(iid, record.event, record.seq - 1, row[0])
             db.execute(
                 f"INSERT INTO machine_events ({_RECORD_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     iid,
                     record.seq,
@@ -126,6 +128,7 @@ class SqliteMachineStore:
                     record.at,
                     int(record.ignored),
                     record.reason,
+                    record.transition,
                 ),
             )
         return record

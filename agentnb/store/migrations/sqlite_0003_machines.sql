@@ -24,6 +24,7 @@ CREATE TABLE machine_events (
     at           REAL NOT NULL,
     ignored      INTEGER NOT NULL,
     reason       TEXT,
+    transition   INTEGER,          -- index of the declared transition that fired
     PRIMARY KEY (instance_id, seq),
     UNIQUE (instance_id, event_id)
 ) WITHOUT ROWID;

@@ -1,0 +1,38 @@
+"""``Drawable``: how runtime objects show themselves, without the runtime importing render.
+
+StateGraph, Workflow, Run, StateMachine and machine instances inherit it. The diagram
+pipeline (:mod:`agentnb.render`) sits above them, so it is imported only when a notebook
+displays one of them or ``draw`` is called — the one place an import points up, lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Container
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Drawable"]
+
+
+class Drawable:
+    """Notebook display (SVG diagram + text) and ``draw(path)`` export."""
+
+    __slots__ = ()
+
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
+        from agentnb.render.display import mimebundle
+
+        return mimebundle(self, include, exclude)
+
+    def draw(self, path: str | os.PathLike[str], **options: Any) -> Path:
+        """Write the diagram to ``path``: ``.svg``, ``.png``, ``.pdf`` or ``.dot``.
+
+        Options are those of :func:`agentnb.render.export.draw`: ``direction="TB"``,
+        ``title=...``, ``legend=True``.
+        """
+        from agentnb.render.export import draw
+
+        return draw(self, path, **options)
