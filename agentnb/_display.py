@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Container
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Drawable"]
+if TYPE_CHECKING:
+    from agentnb.render.timeline import Timeline
+
+__all__ = ["Drawable", "HasTimeline"]
 
 
 class Drawable:
@@ -36,3 +39,17 @@ class Drawable:
         from agentnb.render.export import draw
 
         return draw(self, path, **options)
+
+
+class HasTimeline:
+    """``timeline()``: a run's node executions over time, as a Gantt-style SVG."""
+
+    __slots__ = ()
+
+    def timeline(self, *, width: int = 720) -> Timeline:
+        """Node executions over time: one bar per execution, retries, timeouts and the
+        wait for approval visible. Displays itself in a notebook; ``.svg()`` gives the text.
+        """
+        from agentnb.render.timeline import timeline
+
+        return timeline(self, width=width)  # type: ignore[arg-type]  # a Run has .events

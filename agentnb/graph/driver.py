@@ -269,39 +269,18 @@ class Driver:
             return result
 
         policy = spec.retry
-        if policy is None or policy.attempts == 1:
-            return await attempt()
-        from tenacity import (
-            AsyncRetrying,
-            RetryCallState,
-            retry_if_exception,
-            stop_after_attempt,
-            wait_exponential_jitter,
-        )
-
-        def before_sleep(state: RetryCallState) -> None:
-            error = state.outcome.exception() if state.outcome else None
-            wait = state.next_action.sleep if state.next_action else 0.0
-            payload = {
-                "attempt": state.attempt_number,
-                "error": describe(error) if error else None,
-                "wait": round(wait, 4),
-            }
-            self.pending.append(self._event(EventType.RETRY, node, step, payload))
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(policy.attempts),
-            wait=wait_exponential_jitter(
-                multiplier=policy.initial,
-                max=policy.maximum,
-                exp_base=policy.multiplier,
-                jitter=policy.jitter,
-            ),
-            retry=retry_if_exception(policy.retries),
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        return await retrying(attempt)
+        number = 1
+        while True:
+            try:
+                return await attempt()
+            except Exception as error:
+                if policy is None or number >= policy.attempts or not policy.retries(error):
+                    raise
+                wait = policy.wait(number)
+                payload = {"attempt": number, "error": describe(error), "wait": round(wait, 4)}
+                self.pending.append(self._event(EventType.RETRY, node, step, payload))
+                await asyncio.sleep(wait)
+                number += 1
 
     async def _attempt(
         self, spec: NodeSpec, node: str, step: int, state_json: str, ctx: NodeContext | None

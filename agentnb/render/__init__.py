@@ -32,6 +32,7 @@ from agentnb.render.extract import (
 from agentnb.render.model import Diagram, Edge, EdgeKind, Node, NodeKind, Overlay
 from agentnb.render.svg import RenderError, render_svg
 from agentnb.render.text import to_text
+from agentnb.render.timeline import Timeline, timeline, timeline_svg
 
 __all__ = [
     "VIZ_JS_VERSION",
@@ -42,6 +43,7 @@ __all__ = [
     "NodeKind",
     "Overlay",
     "RenderError",
+    "Timeline",
     "cli_draw",
     "diagram_for",
     "diagram_from_graph",
@@ -53,6 +55,8 @@ __all__ = [
     "overlay_from_events",
     "overlay_from_history",
     "render_svg",
+    "timeline",
+    "timeline_svg",
     "to_dot",
     "to_text",
     "viz_js_path",
