@@ -103,7 +103,7 @@ def level(module: str) -> tuple[int, str]:
 
 
 def imports(path: Path) -> tuple[set[str], set[str]]:
-    """(module-level imports, imports inside functions) of agentnb modules."""
+    """(imports run at import time, imports inside functions or for type checking only)."""
     tree = ast.parse(path.read_text())
     top: set[str] = set()
     inner: set[str] = set()
@@ -111,6 +111,7 @@ def imports(path: Path) -> tuple[set[str], set[str]]:
         id(n)
         for f in ast.walk(tree)
         if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        or (isinstance(f, ast.If) and isinstance(f.test, ast.Name) and f.test.id == "TYPE_CHECKING")
         for n in ast.walk(f)
     }
     for node in ast.walk(tree):
