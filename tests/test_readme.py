@@ -29,6 +29,6 @@ def test_the_readme_code_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for number, block in enumerate(python_blocks(), start=1):
         code = compile(block, f"README.md block {number}", "exec")
         exec(code, namespace)
-    assert namespace["refunds"] == [800, 900]
+    assert namespace["refunds"] == [800, 900, 50]
     assert namespace["run"].status == "completed"
     namespace["store"].close()
