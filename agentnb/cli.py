@@ -256,7 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--db", required=True, help="the SQLite checkpoint file")
     show.add_argument("--json", action="store_true", help="print JSON")
 
-    validate = sub.add_parser("validate", help="check a state-machine JSON/YAML definition")
+    validate = sub.add_parser("validate", help="check a workflow or state-machine JSON/YAML file")
     validate.add_argument("file", help="the definition file (.json, .yaml, .yml)")
 
     draw = sub.add_parser("draw", help="draw a workflow or state machine to .svg/.png/.pdf/.dot")
@@ -280,11 +280,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.fsm.loader import validate_file
+    from agentnb.graph.loader import definition_file_kind, validate_workflow_file
 
     path = Path(args.file)
     if not path.is_file():
         raise _UsageError(f"no file at {args.file!r}")
-    problems = validate_file(path)
+    workflow = definition_file_kind(path) == "workflow"
+    problems = validate_workflow_file(path) if workflow else validate_file(path)
     if not problems:
         out.write(f"{path}: valid\n")
         return OK

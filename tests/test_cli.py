@@ -178,3 +178,12 @@ def test_validate_lists_every_problem_and_exits_1(tmp_path: Path) -> None:
 
 def test_validate_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     assert cli("validate", str(tmp_path / "none.json"))[0] == 2
+
+
+def test_validate_and_draw_read_workflow_files_too(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "graph" / "data" / "refund.yaml"
+    assert cli("validate", str(source)) == (0, f"{source}: valid\n")
+    out = tmp_path / "refund.dot"
+    code, _ = cli("draw", str(source), "-o", str(out))
+    assert code == 0
+    assert "human_approval" in out.read_text()

@@ -170,8 +170,8 @@ def _registry_names(data: object) -> dict[str, str]:
     return names
 
 
-def load_definition(path: str | os.PathLike[str]) -> StateMachine:
-    """The state machine a definition file describes, loaded for drawing: structure only.
+def load_definition(path: str | os.PathLike[str]) -> StateMachine | StateGraph:
+    """The workflow or state machine a definition file describes, for drawing: structure only.
 
     The command line has no registry, so each guard, action and hook the file names
     becomes a placeholder of that name (drawn as such) that raises if it is ever called.
@@ -183,7 +183,10 @@ def load_definition(path: str | os.PathLike[str]) -> StateMachine:
     """
     from agentnb.fsm import load_machine
     from agentnb.fsm.document import parse_document, read_source
+    from agentnb.graph.loader import definition_file_kind, outline_workflow
 
+    if definition_file_kind(Path(path)) == "workflow":
+        return outline_workflow(Path(path))
     content, label, fmt = read_source(Path(path))
     data = parse_document(content, source=label, format=fmt).data
     # Every name resolves, so the only problems left are those of the file's structure.
