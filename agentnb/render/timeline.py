@@ -9,20 +9,20 @@ timeout, breaker refusal or side effect happened. A wait for approval (``interru
 Idle stretches (a person deciding, a notebook left between cells) would squash executions
 into slivers, so the time axis is broken: a gap longer than all the activity together is
 drawn narrow and labelled with its length. Pure Python, deterministic, every user text
-escaped; mid-tone fills and mid-grey text read on light and dark themes.
+escaped; mid-tone fills and mid-grey text read on light and dark themes. The rows come from
+:mod:`~agentnb.render.timeline_bars`.
 """
 
 from __future__ import annotations
 
 import bisect
 import html
-import itertools
 import math
 import re
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agentnb.render.timeline_bars import Bar, Mark, Segment, bars_from_events, duration
 from agentnb.store.records import Event, EventType
 
 __all__ = [
@@ -41,166 +41,13 @@ INK = "#808080"
 """Text and axes: mid-grey, legible on light and dark themes alike."""
 
 _ROW, _BAR, _HEAD, _PAD, _BREAK = 22, 12, 24, 8, 26
-_BUILTIN = frozenset(str(t) for t in EventType)
 _ENDS = frozenset({"completed", "failed", "rejected", "cancelled"})
-_EFFECTS = frozenset({str(EventType.EFFECT), str(EventType.EFFECT_REPLAYED)})
 _INVISIBLE = re.compile(
     r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff\ud800-\udfff\ufffe\uffff]"
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A stretch of a node execution: one ``attempt`` or the ``backoff`` before the next."""
-
-    kind: str
-    start: float
-    end: float
-    outcome: str
-    """For attempts: ``ok``, ``error`` (retried), ``timeout``, ``breaker``, ``failed``..."""
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """A moment inside a bar: ``retry``, ``timeout``, ``breaker``, ``effect`` or ``event``."""
-
-    kind: str
-    at: float
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Bar:
-    """One row: a node execution (``kind="node"``) or a wait for approval (``"approval"``).
-
-    ``outcome`` is ``ok``/``failed``/``timeout``/``breaker``/``cancelled``/``running`` for a
-    node, ``approved``/``rejected``/``pending`` for an approval.
-    """
-
-    kind: str
-    node: str
-    step: int
-    start: float
-    end: float
-    outcome: str
-    segments: tuple[Segment, ...] = ()
-    marks: tuple[Mark, ...] = ()
-    detail: str = ""
-
-    @property
-    def attempts(self) -> int:
-        return sum(1 for s in self.segments if s.kind == "attempt")
-
-
-@dataclass
-class _Open:
-    """A bar being built while the log is read."""
-
-    kind: str
-    node: str
-    step: int
-    start: float
-    index: int  # order of opening: rows are listed in the order they began
-    attempt_start: float = 0.0
-    segments: list[Segment] = field(default_factory=list)
-    marks: list[Mark] = field(default_factory=list)
-    attempt_flag: str = ""  # "timeout" or "breaker" once the current attempt hit one
-
-    def close(self, end: float, outcome: str, detail: str = "") -> Bar:
-        end = max(end, self.start)
-        if self.kind == "node":
-            if outcome == "failed" and self.attempt_flag:
-                outcome = self.attempt_flag
-            start = min(max(self.attempt_start, self.start), end)
-            self.segments.append(Segment("attempt", start, end, outcome, detail))
-        return Bar(
-            self.kind, self.node, self.step, self.start, end, outcome,
-            tuple(self.segments), tuple(self.marks), detail,
-        )  # fmt: skip
-
-
-def _error_text(payload: dict[str, Any]) -> str:
-    error = payload.get("cause") or payload.get("error")
-    if isinstance(error, dict):
-        return f"{error.get('type', '')}: {error.get('message', '')}"
-    return ""
-
-
-def bars_from_events(events: Sequence[Event]) -> list[Bar]:
-    """The rows of a timeline, in the order they began (each run's events read by ``seq``)."""
-    ordered = sorted(events, key=lambda e: (e.run_id, e.seq))
-    last = max((e.at for e in ordered), default=0.0)
-    nodes: dict[str, _Open] = {}  # run -> the node execution in flight
-    waits: dict[str, _Open] = {}  # run -> the pause awaiting a decision
-    done: list[tuple[int, Bar]] = []
-    counter = itertools.count()
-
-    def finish(
-        table: dict[str, _Open], run: str, end: float, outcome: str, detail: str = ""
-    ) -> None:
-        bar = table.pop(run, None)
-        if bar is not None:
-            done.append((bar.index, bar.close(end, outcome, detail)))
-
-    for event in ordered:
-        kind, run, at, payload = str(event.type), event.run_id, event.at, event.payload
-        current = nodes.get(run)
-        if kind == EventType.NODE_START:
-            finish(nodes, run, at, "cancelled")  # a start without an end: the run was cut off
-            nodes[run] = _Open("node", event.node or "", event.step, at, next(counter), at)
-        elif kind == EventType.INTERRUPTED:
-            finish(waits, run, at, "pending")
-            waits[run] = _Open("approval", event.node or "", event.step, at, next(counter))
-        elif kind in (EventType.APPROVED, EventType.REJECTED):
-            by, comment = payload.get("by", ""), payload.get("comment")
-            finish(waits, run, at, kind, f"{kind} by {by}" + (f": {comment}" if comment else ""))
-        elif kind == EventType.STATE_UPDATE:
-            finish(nodes, run, at, "ok")
-        elif kind in (EventType.FAILED, EventType.CANCELLED):
-            finish(nodes, run, at, kind, _error_text(payload))
-        elif current is None:
-            continue
-        elif kind == EventType.RETRY:
-            wait = max(0.0, float(payload.get("wait") or 0.0))
-            error = _error_text(payload)
-            outcome = current.attempt_flag or "error"
-            current.segments.append(Segment("attempt", current.attempt_start, at, outcome, error))
-            current.segments.append(Segment("backoff", at, at + wait, "backoff"))
-            current.marks.append(Mark("retry", at, f"retry after attempt {payload.get('attempt')}"))
-            current.attempt_start, current.attempt_flag = at + wait, ""
-        elif kind == EventType.TIMEOUT:
-            current.attempt_flag = "timeout"
-            seconds = float(payload.get("seconds") or 0.0)
-            current.marks.append(Mark("timeout", at, f"timed out after {_duration(seconds)}"))
-        elif kind == EventType.BREAKER_OPEN:
-            current.attempt_flag = "breaker"
-            current.marks.append(Mark("breaker", at, f"breaker {payload.get('breaker')} open"))
-        elif kind in (EventType.EFFECT, EventType.EFFECT_REPLAYED) or kind not in _BUILTIN:
-            detail = f"{kind} {payload.get('name', '')}".strip()
-            current.marks.append(Mark("effect" if kind in _EFFECTS else "event", at, detail))
-    for run in sorted(nodes):
-        finish(nodes, run, last, "running")
-    for run in sorted(waits):
-        finish(waits, run, last, "pending", "waiting for a decision")
-    return [bar for _, bar in sorted(done, key=lambda pair: pair[0])]
-
-
 # -- text ----------------------------------------------------------------------------------
-
-
-def _duration(seconds: float) -> str:
-    """A readable length of time: ``850 µs``, ``12.3 ms``, ``4.5 s``, ``3 min 20 s``..."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.3g} ms"
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    whole = round(seconds)
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60} s"
-    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 def _tick_label(value: float, step: float) -> str:
@@ -351,12 +198,12 @@ def _run_facts(events: Sequence[Event]) -> tuple[str, str, str, float]:
 
 
 def _title(bar: Bar) -> str:
-    took = _duration(bar.end - bar.start)
+    took = duration(bar.end - bar.start)
     if bar.kind == "approval":
         return f"approval before {bar.node} (step {bar.step}): {bar.detail or bar.outcome}, {took}"
     parts = [f"{bar.node} (step {bar.step}): {bar.outcome} in {took}"]
     parts += [f"{bar.attempts} attempts"] * (bar.attempts > 1)
-    parts += [f"+{_duration(m.at - bar.start)}: {m.detail}" for m in bar.marks]
+    parts += [f"+{duration(m.at - bar.start)}: {m.detail}" for m in bar.marks]
     return "\n".join(parts + [bar.detail] * bool(bar.detail))
 
 
@@ -367,7 +214,7 @@ def _row(bar: Bar, y: float, scale: _Scale, label_w: float) -> str:
         _el("title", _text(_title(bar))),
         _el("text", _text(bar.node, int((label_w - label_x - 50) / 6.2)), cls="label",
             x=label_x, y=y + 15, fill=INK),
-        _el("text", _text(_duration(bar.end - bar.start)), cls="duration", x=label_w,
+        _el("text", _text(duration(bar.end - bar.start)), cls="duration", x=label_w,
             y=y + 15, fill=INK, text_anchor="end", font_size=10),
     ]  # fmt: skip
     xa, xb = scale.x(bar.start), scale.x(bar.end)
@@ -412,7 +259,7 @@ def _axis(scale: _Scale, y: float, x1: float) -> str:
     out = [_el("line", None, x1=scale.x0, y1=y, x2=x1, y2=y, stroke=INK)]
     taken: list[tuple[float, float]] = []  # label extents, so that labels never overlap
     for start, end, xa, xb in scale.breaks():
-        mid, label = (xa + xb) / 2, "≈" + _duration(end - start)
+        mid, label = (xa + xb) / 2, "≈" + duration(end - start)
         taken.append((mid - len(label) * 3.0, mid + len(label) * 3.0))
         zigzag = f"M{_f(xa - 2)},{_f(y + 4)} l4,-8 M{_f(xb - 2)},{_f(y + 4)} l4,-8"
         out.append(_el("path", None, cls="axis-break", stroke=INK, d=zigzag))
@@ -473,12 +320,12 @@ class Timeline:
         label_w = min(180.0, max(110.0, width * 0.24))
         x1 = width - _PAD - 4.0
         scale = _Scale(bars, [e.at for e in self.events], label_w + _PAD, x1)
-        head = f"{graph or 'run'} · {run_id[:8]} · {status} · {_duration(took)}"
+        head = f"{graph or 'run'} · {run_id[:8]} · {status} · {duration(took)}"
         head = head if self.events else "no events"
         body = [_el("text", _text(head, int(width / 6.5)), cls="title", x=_PAD, y=16,
                     fill=INK, font_weight="bold")]  # fmt: skip
         for start, end, xa, xb in scale.breaks():
-            note = _el("title", _text(f"{_duration(end - start)} idle, not drawn to scale"))
+            note = _el("title", _text(f"{duration(end - start)} idle, not drawn to scale"))
             body.append(_el("rect", note, cls="break", x=xa, y=_HEAD, width=xb - xa,
                             height=len(bars) * _ROW, fill=INK, fill_opacity=0.12))  # fmt: skip
         body += [_row(bar, _HEAD + i * _ROW, scale, label_w) for i, bar in enumerate(bars)]
@@ -493,7 +340,7 @@ class Timeline:
 
     def __str__(self) -> str:
         graph, run_id, status, took = _run_facts(self.events)
-        lines = [f"run {run_id[:12]} of {graph!r}: {status}, {_duration(took)}"]
+        lines = [f"run {run_id[:12]} of {graph!r}: {status}, {duration(took)}"]
         width = max((len(b.node) for b in self.bars), default=0) + 2
         for bar in self.bars:
             mark = "⏸" if bar.kind == "approval" else "▶"
@@ -504,7 +351,7 @@ class Timeline:
                       if (n := sum(m.kind == k for m in bar.marks))]  # fmt: skip
             lines.append(
                 f"  {mark} {bar.node:<{width}}{bar.outcome:<10}"
-                f"{_duration(bar.end - bar.start):>10}  {'; '.join(extra)}".rstrip()
+                f"{duration(bar.end - bar.start):>10}  {'; '.join(extra)}".rstrip()
             )
         return "\n".join(lines)
 
