@@ -210,14 +210,18 @@ class NodeFailed(RunError):
 
 
 class NodeTimeout(RunError):
-    """A node did not finish within its ``timeout``; it was cancelled."""
+    """A node (or a state machine's action) did not finish within its ``timeout``.
 
-    def __init__(self, run_id: str, node: str, seconds: float) -> None:
+    It was cancelled. ``run_id`` names the run — or the machine instance, for an action.
+    """
+
+    def __init__(self, run_id: str, node: str, seconds: float, *, what: str = "node") -> None:
         self.node = node
         self.seconds = seconds
+        owner = "run" if what == "node" else "instance"
         super().__init__(
-            f"node {node!r} of run {run_id!r} did not finish within {seconds:g} s and was "
-            "cancelled. Give it a larger timeout= or a retry= policy.",
+            f"{what} {node!r} of {owner} {run_id!r} did not finish within {seconds:g} s and "
+            "was cancelled. Give it a larger timeout= or a retry= policy.",
             run_id=run_id,
         )
 
@@ -225,14 +229,22 @@ class NodeTimeout(RunError):
 class BreakerOpen(RunError):
     """A circuit breaker is open: calls to its dependency fail fast until it cools down."""
 
-    def __init__(self, breaker: str, node: str, retry_in: float, *, run_id: str | None = None):
+    def __init__(
+        self,
+        breaker: str,
+        node: str,
+        retry_in: float,
+        *,
+        run_id: str | None = None,
+        what: str = "node",
+    ) -> None:
         self.breaker = breaker
         self.node = node
         self.retry_in = retry_in
+        again = "continue the run then (run.run())" if what == "node" else "send the event again"
         super().__init__(
-            f"circuit breaker {breaker!r} is open after repeated failures, so node {node!r} "
-            f"was not called. It lets a trial call through in {retry_in:.1f} s; continue the "
-            "run then (run.run()).",
+            f"circuit breaker {breaker!r} is open after repeated failures, so {what} {node!r} "
+            f"was not called. It lets a trial call through in {retry_in:.1f} s; {again}.",
             run_id=run_id,
         )
 

@@ -26,6 +26,7 @@ loop (in the driver) is tested in ``tests/test_resilience.py``.
 
 from __future__ import annotations
 
+import inspect
 import random
 import threading
 import time
@@ -35,7 +36,7 @@ from typing import Any
 
 from agentnb.errors import BreakerOpen, DefinitionError
 
-__all__ = ["CircuitBreaker", "Retry"]
+__all__ = ["CircuitBreaker", "Retry", "guarded_call"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +199,84 @@ class CircuitBreaker:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
+
+
+Report = Callable[[str, dict[str, Any]], None]
+"""``report(event_type, payload)``: how a guarded call tells its caller what happened."""
+
+
+async def guarded_call(
+    fn: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    *,
+    timeout: float | None,
+    retry: Retry | None,
+    breaker: CircuitBreaker | None,
+    is_async: bool,
+    owner: str,
+    name: str,
+    report: Report,
+    what: str = "node",
+) -> Any:
+    """Call ``fn(*make_args())`` under a timeout, a retry policy and a circuit breaker.
+
+    Used for workflow nodes and for state-machine actions alike. Each attempt gets fresh
+    arguments; ``report`` hears of every ``retry``, ``timeout`` and ``breaker_open``.
+
+    Raises:
+        BreakerOpen: the breaker refused the call (never retried).
+        NodeTimeout: the last attempt ran past ``timeout``.
+        Exception: whatever the last attempt raised.
+    """
+    import asyncio
+
+    from agentnb.errors import NodeTimeout
+
+    async def attempt() -> Any:
+        if breaker is not None and not breaker.allow():
+            retry_in = breaker.retry_in()
+            report("breaker_open", {"breaker": breaker.name, "retry_in": round(retry_in, 3)})
+            raise BreakerOpen(breaker.name, name, retry_in, run_id=owner, what=what)
+        try:
+            if timeout is None:
+                result = fn(*make_args())
+                if inspect.isawaitable(result):
+                    result = await result
+            else:
+                try:
+                    async with asyncio.timeout(timeout):
+                        if is_async:
+                            result = await fn(*make_args())
+                        else:
+                            # A blocking sync call cannot be interrupted: run it in a thread
+                            # and stop waiting for it at the deadline (its result is dropped).
+                            result = await asyncio.to_thread(fn, *make_args())
+                            if inspect.isawaitable(result):
+                                result = await result
+                except TimeoutError:
+                    report("timeout", {"seconds": timeout})
+                    raise NodeTimeout(owner, name, timeout, what=what) from None
+        except Exception:
+            if breaker is not None:
+                breaker.failure()
+            raise
+        if breaker is not None:
+            breaker.success()
+        return result
+
+    number = 1
+    while True:
+        try:
+            return await attempt()
+        except Exception as error:
+            if retry is None or number >= retry.attempts or not retry.retries(error):
+                raise
+            wait = retry.wait(number)
+            payload = {
+                "attempt": number,
+                "error": {"type": type(error).__name__, "message": str(error)},
+                "wait": round(wait, 4),
+            }
+            report("retry", payload)
+            await asyncio.sleep(wait)
+            number += 1

@@ -418,3 +418,23 @@ def test_importing_agentnb_metrics_does_not_import_prometheus_client() -> None:
     code = "import sys, agentnb.metrics; print('prometheus_client' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_state_machine_is_instrumented_too() -> None:
+    from agentnb.fsm import StateMachine
+    from agentnb.metrics import instrument
+
+    light = StateMachine("light", ["red", "green"], initial="red")
+    light.add_transition("red", "go", "green")
+    light.add_transition("green", "stop", "red")
+    with instrument(light) as metrics:
+        first = light.start(strict=False)
+        for event in ("go", "stop", "go", "honk"):
+            first.send(event, event_id=event + "-1")
+        first.send("go", event_id="go-1")  # a duplicate delivery counts once
+        counts = {
+            (row.labels["from"], row.labels["to"]): row.value
+            for row in metrics.table()
+            if row.name == "agentnb_state_changes_total" and row.value
+        }
+    assert counts == {("red", "green"): 1.0, ("green", "red"): 1.0}

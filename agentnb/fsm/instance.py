@@ -32,6 +32,7 @@ import inspect
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,6 +49,7 @@ from agentnb.errors import (
 from agentnb.fsm.machine import StateLike, StateMachine, Transition, callable_name
 from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.resilience import guarded_call
 
 if TYPE_CHECKING:
     from agentnb.store.base import Checkpointer
@@ -193,9 +195,23 @@ class MachineInstance(Drawable):
             for h in machine.enter_hooks(transition.target)
         ]
         for what, fn in steps:
-            result = fn(copy.deepcopy(work), payload)
-            if inspect.isawaitable(result):
-                result = await result
+            if fn is transition.action and _guarded(transition):
+                result = await guarded_call(
+                    fn,
+                    lambda work=work: (copy.deepcopy(work), payload),  # type: ignore[misc]
+                    timeout=transition.timeout,
+                    retry=transition.retry,
+                    breaker=transition.breaker,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    owner=self.id,
+                    name=str(callable_name(fn)),
+                    report=lambda type, data: None,
+                    what="action",
+                )
+            else:
+                result = fn(copy.deepcopy(work), payload)
+                if inspect.isawaitable(result):
+                    result = await result
             _merge(work, delta, result, what, transition)
         check(work, root="context")
         record = self._record(
@@ -295,7 +311,19 @@ class MachineInstance(Drawable):
                     f"and the new one has no state {after.state!r}; nothing was saved, so "
                     "send the event again",
                 )
-            return self.store.commit(after, record)
+            saved = self.store.commit(after, record)
+        fresh = saved.seq == record.seq and saved.at == record.at
+        if fresh and not saved.ignored and decided_by.listeners:
+            for listener in list(decided_by.listeners):
+                try:
+                    listener(self, saved)
+                except Exception as exc:  # a metrics bug must not lose a transition
+                    warnings.warn(
+                        f"machine listener {listener!r} raised {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+        return saved
 
 
 def _merge(
@@ -315,6 +343,14 @@ def _merge(
     update = copy.deepcopy(dict(result))
     work.update(update)
     delta.update(update)
+
+
+def _guarded(transition: Transition) -> bool:
+    return (
+        transition.timeout is not None
+        or transition.retry is not None
+        or transition.breaker is not None
+    )
 
 
 def machine_store(store: MachineStore | Checkpointer) -> MachineStore:

@@ -40,6 +40,7 @@ from agentnb.fsm.rules import (
     check_table,
     is_valid_name,
 )
+from agentnb.resilience import CircuitBreaker, Retry
 
 if TYPE_CHECKING:
     from agentnb.fsm.instance import MachineInstance, MachineStore
@@ -77,6 +78,10 @@ class Transition:
     action: Action | None = None
     label: str | None = None
     index: int = 0
+    timeout: float | None = None
+    """Seconds the action may take (see :mod:`agentnb.resilience`)."""
+    retry: Retry | None = None
+    breaker: CircuitBreaker | None = None
 
     def __str__(self) -> str:
         guard = f" [{callable_name(self.guard)}]" if self.guard is not None else ""
@@ -86,6 +91,25 @@ class Transition:
     def spec(self) -> EdgeSpec:
         """The transition as the definition rules see it."""
         return EdgeSpec(self.index, self.source, self.event, self.target, self.guard is not None)
+
+
+def _timeout(value: float | None, event: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise DefinitionError(
+            f"transition on {event!r}: timeout={value!r} must be a positive number of seconds",
+            culprit=event,
+        )
+    return float(value)
+
+
+def _breaker(value: CircuitBreaker | None, event: str) -> CircuitBreaker | None:
+    if value is not None and not isinstance(value, CircuitBreaker):
+        raise DefinitionError(
+            f"transition on {event!r}: breaker={value!r} is not a CircuitBreaker", culprit=event
+        )
+    return value
 
 
 def _raise_first(findings: list[Finding]) -> None:
@@ -154,6 +178,17 @@ class StateMachine(Drawable):
         self._enter: dict[str, list[Hook]] = {}
         self._exit: dict[str, list[Hook]] = {}
         self._frozen = False
+        self.listeners: list[Callable[[Any, Any], None]] = []
+
+    def subscribe(self, listener: Callable[[Any, Any], None]) -> Callable[[], None]:
+        """Call ``listener(instance, record)`` after every transition an instance commits.
+
+        Not called for ignored events or for a repeated ``event_id``. Listeners are not part
+        of the definition (a frozen machine accepts them); one that raises is reported with
+        a warning. Returns an unsubscribe function.
+        """
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
 
     def __repr__(self) -> str:
         return (
@@ -216,12 +251,17 @@ class StateMachine(Drawable):
         guard: Guard | None = None,
         action: Action | None = None,
         label: str | None = None,
+        timeout: float | None = None,
+        retry: Retry | int | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> Transition:
         """Declare that ``event`` moves ``source`` to ``target``.
 
         Several transitions may share a source and event when guarded: the first whose guard
         passes wins, in declaration order, and at most one unguarded transition may come
-        last as the fallback.
+        last as the fallback. ``timeout``, ``retry`` and ``breaker`` guard the action as they
+        guard a workflow node (:mod:`agentnb.resilience`); a failed action leaves the
+        instance where it was.
 
         Raises:
             DefinitionError: an unknown state, an invalid event name, an outgoing transition
@@ -243,6 +283,9 @@ class StateMachine(Drawable):
             action=action,
             label=label,
             index=len(self._transitions),
+            timeout=_timeout(timeout, event),
+            retry=Retry.coerce(retry),
+            breaker=_breaker(breaker, event),
         )
         same = self._by_key.get((transition.source, transition.event), [])
         fallback = next((t.spec for t in same if t.guard is None), None)

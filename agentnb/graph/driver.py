@@ -20,13 +20,13 @@ from agentnb.errors import (
     BreakerOpen,
     InvalidState,
     NodeFailed,
-    NodeTimeout,
     RoutingError,
     StepBudgetExhausted,
     describe,
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
+from agentnb.resilience import guarded_call
 from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.records import Event, EventType, RunRecord, Status
 
@@ -245,63 +245,23 @@ class Driver:
     ) -> Any:
         """Call a node under its timeout, retry policy and circuit breaker."""
 
-        async def attempt() -> Any:
-            breaker = spec.breaker
-            if breaker is not None and not breaker.allow():
-                retry_in = breaker.retry_in()
-                self.pending.append(
-                    self._event(
-                        EventType.BREAKER_OPEN,
-                        node,
-                        step,
-                        {"breaker": breaker.name, "retry_in": round(retry_in, 3)},
-                    )
-                )
-                raise BreakerOpen(breaker.name, node, retry_in, run_id=self.run_id)
-            try:
-                result = await self._attempt(spec, node, step, state_json, ctx)
-            except Exception:
-                if breaker is not None:
-                    breaker.failure()
-                raise
-            if breaker is not None:
-                breaker.success()
-            return result
+        def report(type: str, payload: dict[str, Any]) -> None:
+            self.pending.append(self._event(type, node, step, payload))
 
-        policy = spec.retry
-        number = 1
-        while True:
-            try:
-                return await attempt()
-            except Exception as error:
-                if policy is None or number >= policy.attempts or not policy.retries(error):
-                    raise
-                wait = policy.wait(number)
-                payload = {"attempt": number, "error": describe(error), "wait": round(wait, 4)}
-                self.pending.append(self._event(EventType.RETRY, node, step, payload))
-                await asyncio.sleep(wait)
-                number += 1
+        def make_args() -> tuple[Any, ...]:  # a fresh copy of the state for every attempt
+            return (loads(state_json), ctx) if ctx else (loads(state_json),)
 
-    async def _attempt(
-        self, spec: NodeSpec, node: str, step: int, state_json: str, ctx: NodeContext | None
-    ) -> Any:
-        """One call of the node, cancelled after ``spec.timeout`` seconds."""
-        args = (loads(state_json), ctx) if ctx else (loads(state_json),)
-        if spec.timeout is None:
-            result = spec.fn(*args)
-            return await result if inspect.isawaitable(result) else result
-        try:
-            async with asyncio.timeout(spec.timeout):
-                if spec.is_async:
-                    return await spec.fn(*args)
-                # A blocking sync node cannot be interrupted: run it in a thread and stop
-                # waiting for it at the deadline (its late result is dropped).
-                result = await asyncio.to_thread(spec.fn, *args)
-                return await result if inspect.isawaitable(result) else result
-        except TimeoutError:
-            payload = {"seconds": spec.timeout}
-            self.pending.append(self._event(EventType.TIMEOUT, node, step, payload))
-            raise NodeTimeout(self.run_id, node, spec.timeout) from None
+        return await guarded_call(
+            spec.fn,
+            make_args,
+            timeout=spec.timeout,
+            retry=spec.retry,
+            breaker=spec.breaker,
+            is_async=spec.is_async,
+            owner=self.run_id,
+            name=node,
+            report=report,
+        )
 
     def _advance(
         self, node: str, step: int, state: dict[str, Any], delta: dict[str, Any]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
     from prometheus_client.registry import CollectorRegistry
 
+    from agentnb.fsm.machine import StateMachine
     from agentnb.graph.workflow import Workflow
     from agentnb.resilience import BreakerListener, CircuitBreaker
 
@@ -141,6 +142,16 @@ class Metrics:
                 self._breakers[breaker.name] = BREAKER_STATES.get(new, 0)
                 if new == "open":
                     self._opened[breaker.name] += 1
+
+    def watch_machine(self, machine: StateMachine) -> Self:
+        """Also count ``machine``'s transitions (from every instance); returns self."""
+        if id(machine) not in self._unsubscribe:
+            name = machine.name
+            self._graph(name)
+            self._unsubscribe[id(machine)] = machine.subscribe(
+                lambda instance, record: self.observe_transition(name, record.source, record.target)
+            )
+        return self
 
     def observe_transition(
         self, machine: str, source: str, target: str, seconds: float | None = None
@@ -288,12 +299,18 @@ def _number(value: float) -> str:
 
 
 def instrument(
-    workflow: Workflow, *, registry: CollectorRegistry | None = None, buckets: Sequence[float] = ()
+    workflow: Workflow | StateMachine,
+    *,
+    registry: CollectorRegistry | None = None,
+    buckets: Sequence[float] = (),
 ) -> Metrics:
-    """Count ``workflow``'s events in Prometheus metrics (the series: see :mod:`agentnb.metrics`).
+    """Count a workflow's events (or a state machine's transitions) in Prometheus metrics.
+
+    The series: see :mod:`agentnb.metrics`.
 
     Args:
-        workflow: the compiled workflow to watch (add more with :meth:`Metrics.watch`).
+        workflow: the compiled workflow, or the state machine, to watch (add more with
+            :meth:`Metrics.watch` / :meth:`Metrics.watch_machine`).
         registry: a prometheus_client ``CollectorRegistry``; a fresh one when omitted.
         buckets: upper bounds (seconds) of the duration histograms; default
             :data:`DURATION_BUCKETS`.
@@ -313,4 +330,9 @@ def instrument(
         ...      and r.labels["status"] == "completed"]
         [1.0]
     """
-    return Metrics(registry=registry, buckets=buckets).watch(workflow)
+    from agentnb.graph.workflow import Workflow
+
+    metrics = Metrics(registry=registry, buckets=buckets)
+    if isinstance(workflow, Workflow):
+        return metrics.watch(workflow)
+    return metrics.watch_machine(workflow)

@@ -8,7 +8,13 @@ from pathlib import Path
 import agentnb.fsm
 
 PACKAGE = Path(agentnb.fsm.__file__).parent
-ALLOWED_OUTSIDE = {"agentnb.errors", "agentnb._aio", "agentnb._json", "agentnb._display"}
+ALLOWED_OUTSIDE = {
+    "agentnb.errors",
+    "agentnb._aio",
+    "agentnb._json",
+    "agentnb._display",
+    "agentnb.resilience",
+}
 # Typing only: a workflow checkpointer is also accepted as an instance store.
 TYPE_ONLY = {"agentnb.store.base"}
 # Definitions sit below instances: these modules never import the running side.
