@@ -123,6 +123,7 @@ class StateGraph(Drawable):
         name: shown in diagrams and run listings; also stored with each run.
         reducers: per-key merge functions ``reducer(current, new)``; ``messages`` appends
             by default and every other key is replaced.
+        max_steps: the most nodes one run may execute, unless ``compile()`` says otherwise.
 
     Example:
         >>> g = StateGraph("hello")
@@ -133,8 +134,15 @@ class StateGraph(Drawable):
         ['run_started', 'node_start', 'state_update', 'completed']
     """
 
-    def __init__(self, name: str = "workflow", *, reducers: Mapping[str, Reducer] | None = None):
+    def __init__(
+        self,
+        name: str = "workflow",
+        *,
+        reducers: Mapping[str, Reducer] | None = None,
+        max_steps: int = 25,
+    ) -> None:
         self.name = _check_name(name, "graph")
+        self.max_steps = max_steps
         self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **(reducers or {})}
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: dict[str, str] = {}
@@ -273,16 +281,18 @@ class StateGraph(Drawable):
         self,
         checkpointer: Checkpointer | None = None,
         *,
-        max_steps: int = 25,
+        max_steps: int | None = None,
         lease_seconds: float = 30.0,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
         Args:
             checkpointer: where runs are saved; an in-memory store when omitted.
-            max_steps: the most nodes one run may execute; past it the run fails.
+            max_steps: the most nodes one run may execute; past it the run fails. The
+                graph's own ``max_steps`` (25 unless set) when omitted.
             lease_seconds: how long a worker's claim on a run lasts without a write.
         """
         from agentnb.graph.workflow import Workflow
 
-        return Workflow(self, checkpointer, max_steps=max_steps, lease_seconds=lease_seconds)
+        steps = self.max_steps if max_steps is None else max_steps
+        return Workflow(self, checkpointer, max_steps=steps, lease_seconds=lease_seconds)

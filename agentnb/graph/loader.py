@@ -28,11 +28,10 @@ nothing is built unless there are none.
 from __future__ import annotations
 
 import builtins
-import difflib
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
 from agentnb.fsm.document import (
@@ -46,12 +45,9 @@ from agentnb.fsm.document import (
     read_source,
 )
 from agentnb.fsm.schema import load_schema, schema_problems
-from agentnb.graph.builder import END, RESERVED, START, StateGraph
+from agentnb.graph.builder import RESERVED, StateGraph
+from agentnb.graph.rules import check_graph, suggest
 from agentnb.resilience import CircuitBreaker, Retry
-
-if TYPE_CHECKING:
-    from agentnb.graph.workflow import Workflow
-    from agentnb.store.base import Checkpointer
 
 __all__ = [
     "DefinitionKind",
@@ -80,26 +76,14 @@ def workflow_schema() -> dict[str, Any]:
 
 
 class LoadedGraph(StateGraph):
-    """A :class:`StateGraph` read from a file: ``compile()`` uses the file's ``max_steps``.
+    """A :class:`StateGraph` read from a file, whose ``max_steps`` ``compile()`` uses.
 
     ``source`` names the file and ``digest`` (SHA-256 of its bytes) its version.
     """
 
-    max_steps: int = 25
     description: str = ""
     source: str = ""
     digest: str = ""
-
-    def compile(
-        self,
-        checkpointer: Checkpointer | None = None,
-        *,
-        max_steps: int | None = None,
-        lease_seconds: float = 30.0,
-    ) -> Workflow:
-        """Like :meth:`StateGraph.compile`, with the file's ``max_steps`` by default."""
-        steps = self.max_steps if max_steps is None else max_steps
-        return super().compile(checkpointer, max_steps=steps, lease_seconds=lease_seconds)
 
 
 # -- entry points ------------------------------------------------------------------------
@@ -249,17 +233,17 @@ def _problems(
     return problems + [p for p in dict.fromkeys(semantic) if p.path not in broken]
 
 
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+def _sound(broken: Iterable[str], *path: str | int) -> bool:
+    """Whether nothing at or under ``path`` has a problem (of the schema's, say)."""
+    at = json_path(path)
+    return not any(b == at or b.startswith((at + ".", at + "[")) for b in broken)
 
 
-def _items(data: dict[str, Any], key: str) -> list[tuple[int, dict[str, Any]]]:
+def _items(data: dict[str, Any], key: str, broken: Iterable[str] = ()) -> list[tuple[int, Any]]:
+    """The objects listed under ``key``, with their indexes; none with a problem in ``broken``."""
     value = data.get(key)
-    return [(i, v) for i, v in enumerate(value if isinstance(value, list) else []) if _obj(v)]
-
-
-def _obj(value: Any) -> bool:
-    return isinstance(value, dict)
+    items = enumerate(value if isinstance(value, list) else [])
+    return [(i, v) for i, v in items if isinstance(v, dict) and _sound(broken, key, i)]
 
 
 def _nodes(data: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
@@ -268,22 +252,16 @@ def _nodes(data: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
     raw = data.get("nodes")
     for i, item in enumerate(raw if isinstance(raw, list) else []):
         spec = {"name": item} if isinstance(item, str) else item
-        if _obj(spec) and isinstance(spec.get("name"), str):
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str):
             out.append((("nodes", i) if isinstance(item, str) else ("nodes", i, "name"), spec))
     return out
 
 
 def _targets(value: Any) -> list[tuple[str | int, str]]:
-    pairs = enumerate(value) if isinstance(value, list) else value.items() if _obj(value) else []
+    """``(key or index, name)`` for each string in a mapping or a list."""
+    items = value if isinstance(value, list) else []
+    pairs = value.items() if isinstance(value, dict) else enumerate(items)
     return [(key, target) for key, target in pairs if isinstance(target, str)]
-
-
-def _suggest(name: str, known: Iterable[str], what: str = "nodes") -> str:
-    names = sorted(known)
-    close = difflib.get_close_matches(name, names, n=1) if len(names) <= 100 else []
-    listing = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
-    hint = f"Did you mean {close[0]!r}? " if close else ""
-    return f"{hint}Known {what}: {listing or 'none'}"
 
 
 # Problems at these paths leave the node names (or the entry) unknown.
@@ -291,119 +269,40 @@ _NAMING = re.compile(r"\$\.(entry|nodes(\[\d+\](\.name)?)?)")
 
 
 def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaProblem]:
-    """The rules of :func:`agentnb.graph.workflow._validate` (and the builder's), all at once."""
+    """The graph rules of :mod:`agentnb.graph.rules`, and the names the builder refuses."""
     if any(_NAMING.fullmatch(b) for b in broken):
         return []  # the set of nodes is uncertain: references to it cannot be judged
     problems: list[SchemaProblem] = []
-
-    def problem(path: Path, message: str, fix: str) -> None:
-        problems.append(SchemaProblem(json_path(path), message, fix))
-
-    def sound(path: Path) -> bool:
-        return not any(_under(b, json_path(path)) for b in broken)
-
     if isinstance(data.get("name"), str) and data["name"] in RESERVED:
-        problem(("name",), f"{data['name']!r} is reserved", "Name the workflow for what it does")
-    first: dict[str, Path] = {}
+        fix = "Name the workflow for what it does"
+        problems.append(SchemaProblem("$.name", f"{data['name']!r} is reserved", fix))
     breakers = data.get("breakers", {})
     for path, spec in _nodes(data):
-        name, breaker = spec["name"], spec.get("breaker")
-        if name in RESERVED:
-            problem(path, f"{name!r} is reserved and cannot name a node", "Pick another name")
-        elif name in first:
-            where = json_path(first[name])
-            problem(path, f"node {name!r} is already defined (at {where})", "Rename one")
-        first.setdefault(name, path)
-        if isinstance(breaker, str) and _obj(breakers) and breaker not in breakers:
-            fix = f'Declare it under "breakers". {_suggest(breaker, breakers, "breakers")}'
-            problem((*path[:2], "breaker"), f"breaker {breaker!r} is not declared", fix)
-    nodes = set(first) - RESERVED
-
-    def known(path: Path, name: str, where: str, *, end_ok: bool = True) -> bool:
-        if name in nodes or (end_ok and name == END):
-            return True
-        fix = _suggest(name, nodes) + (" (or END)" if end_ok else "")
-        problem(path, f"{where} names {name!r}, which is not a node", fix)
-        return False
-
-    entry = data["entry"]
-    known(("entry",), entry, "the entry", end_ok=False)
-    plain: dict[str, tuple[int, str]] = {}
-    for i, edge in _items(data, "edges"):
-        if not sound(("edges", i)):
-            continue
-        source, target = edge["source"], edge["target"]
-        where = f"the edge {source!r} -> {target!r}"
-        if source == START:
-            problem(("edges", i, "source"), f"{where} leaves START", f'Write "entry": {target!r}')
-        else:
-            known(("edges", i, "source"), source, where, end_ok=False)
-        known(("edges", i, "target"), target, where)
-        if source in plain:
-            j, other = plain[source]
-            problem(
-                ("edges", i),
-                f"node {source!r} already has an edge (to {other!r}, at $.edges[{j}])",
-                "A node has one plain edge: remove one, or branch with a conditional edge",
-            )
-        plain.setdefault(source, (i, target))
-    branched: dict[str, int] = {}
-    for k, branch in _items(data, "conditional_edges"):
-        at = ("conditional_edges", k)
-        if not sound(at):
-            continue
-        source = branch["source"]
-        if known((*at, "source"), source, f"a conditional edge from {source!r}", end_ok=False):
-            if source in plain:
-                problem(
-                    (*at, "source"),
-                    f"node {source!r} has both a plain edge (to {plain[source][1]!r}, at "
-                    f"$.edges[{plain[source][0]}]) and a conditional edge",
-                    "Keep one: a conditional edge can include the plain target as an outcome",
-                )
-            elif source in branched:
-                problem(
-                    (*at, "source"),
-                    f"node {source!r} already has a conditional edge (at "
-                    f"$.conditional_edges[{branched[source]}])",
-                    "Merge the routers into one that returns every outcome",
-                )
-            branched.setdefault(source, k)
-        listed: set[str] = set()
-        for key, target in _targets(branch["targets"]):
-            path = (*at, "targets", key)
-            if known(path, target, f"the conditional edge from {source!r}") and target in listed:
-                problem(path, f"target {target!r} is listed twice", "Remove the duplicate")
-            listed.add(target)
-    for key in ("interrupt_before", "interrupt_after"):
-        for i, name in enumerate(data.get(key, []) if sound((key,)) else []):
-            known((key, i), name, key, end_ok=False)
-    if not problems and not broken:
-        problems += _unreachable(data, entry, plain, branched)
+        breaker = spec.get("breaker")
+        if isinstance(breaker, str) and isinstance(breakers, dict) and breaker not in breakers:
+            fix = f'Declare it under "breakers". {suggest(breaker, breakers, "breakers")}'
+            at = json_path((*path[:2], "breaker"))
+            problems.append(SchemaProblem(at, f"breaker {breaker!r} is not declared", fix))
+    # Parts with a problem of their own are left out; the schema vouches for the rest.
+    before, after = (
+        list(enumerate(data.get(key, []) if _sound(broken, key) else []))
+        for key in ("interrupt_before", "interrupt_after")
+    )
+    findings = check_graph(
+        [spec["name"] for _, spec in _nodes(data)],
+        data["entry"],
+        [(i, e["source"], e["target"]) for i, e in _items(data, "edges", broken)],
+        [(k, b["source"], b["targets"]) for k, b in _items(data, "conditional_edges", broken)],
+        before,
+        after,
+        complete=not (problems or broken),
+    )
+    for f in findings:
+        # A node given as a bare string is its own name: $.nodes[1], not $.nodes[1].name.
+        name = f.path[0] == "nodes" and f.path[2:] == ("name",)
+        bare = name and isinstance(data["nodes"][f.path[1]], str)
+        problems.append(SchemaProblem(json_path(f.path[:2] if bare else f.path), f.message, f.fix))
     return problems
-
-
-def _unreachable(
-    data: dict[str, Any], entry: str, plain: dict[str, tuple[int, str]], branched: dict[str, int]
-) -> list[SchemaProblem]:
-    branches = data.get("conditional_edges", [])
-    following = {s: [t for _, t in _targets(branches[k]["targets"])] for s, k in branched.items()}
-    following.update({s: [t] for s, (_, t) in plain.items()})
-    seen, frontier = {entry}, [entry]
-    while frontier:
-        for nxt in following.get(frontier.pop(), []):
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    return [
-        SchemaProblem(
-            json_path(path[:2]),
-            f"node {spec['name']!r} cannot be reached from the entry point {entry!r}",
-            "Add an edge that leads there, or remove the node",
-        )
-        for path, spec in _nodes(data)
-        if spec["name"] not in seen
-    ]
 
 
 # -- names -------------------------------------------------------------------------------
@@ -419,7 +318,7 @@ def _references(data: Any) -> list[tuple[Path, str, str]]:
             continue  # not a node: reported as such
         fn_path = (*path[:2], "fn") if "fn" in spec else path
         refs.append((fn_path, "function", spec.get("fn", spec["name"])))
-        retried = spec["retry"].get("exceptions") if _obj(spec.get("retry")) else None
+        retried = spec["retry"].get("exceptions") if isinstance(spec.get("retry"), dict) else None
         refs += [
             ((*path[:2], "retry", "exceptions", j), "exception", n) for j, n in _targets(retried)
         ]
@@ -456,23 +355,18 @@ def _reference_problems(data: Any, registry: Registry) -> list[SchemaProblem]:
         fits, wanted = _WANTED[role]
         if value is None and name not in registry:
             builtin = " nor a built-in exception" if role == "exception" else ""
-            problems.append(
-                SchemaProblem(
-                    json_path(path),
-                    f"unknown {role} {name!r}: it is not in the registry{builtin}",
-                    f"Pass registry={{{name!r}: ...}} to load_workflow ("
-                    f"{_suggest(name, registry, 'names')}); names are never imported",
-                )
+            message = f"unknown {role} {name!r}: it is not in the registry{builtin}"
+            fix = (
+                f"Pass registry={{{name!r}: ...}} to load_workflow ("
+                f"{suggest(name, registry, 'names')}); names are never imported"
             )
         elif not fits(value):
-            problems.append(
-                SchemaProblem(
-                    json_path(path),
-                    f"registry entry {name!r} used as {role} is a {type(value).__name__}, "
-                    f"not {wanted}",
-                    f"Map {name!r} to {wanted}",
-                )
-            )
+            kind = type(value).__name__
+            message = f"registry entry {name!r} used as {role} is a {kind}, not {wanted}"
+            fix = f"Map {name!r} to {wanted}"
+        else:
+            continue
+        problems.append(SchemaProblem(json_path(path), message, fix))
     return problems
 
 
@@ -521,8 +415,7 @@ def _build(
         for name, b in data.get("breakers", {}).items()
     }
     reducers = {key: registry[name] for key, name in data.get("reducers", {}).items()}
-    graph = LoadedGraph(data["name"], reducers=reducers)
-    graph.max_steps = int(data.get("max_steps", 25))
+    graph = LoadedGraph(data["name"], reducers=reducers, max_steps=int(data.get("max_steps", 25)))
     graph.description, graph.source, graph.digest = data.get("description", ""), source, digest
     for path, spec in _nodes(data):
         attempt(
@@ -539,14 +432,12 @@ def _build(
     for i, edge in enumerate(data.get("edges", [])):
         attempt(("edges", i), graph.add_edge, edge["source"], edge["target"])
     for k, b in enumerate(data.get("conditional_edges", [])):
-        router = registry[b["router"]]
-        attempt(
-            ("conditional_edges", k), graph.add_conditional_edge, b["source"], router, b["targets"]
-        )
+        branch = (b["source"], registry[b["router"]], b["targets"])
+        attempt(("conditional_edges", k), graph.add_conditional_edge, *branch)
     graph.add_interrupt_before(*data.get("interrupt_before", []))
     graph.add_interrupt_after(*data.get("interrupt_after", []))
     if not problems:
-        # The rules above mirror the builder's, so a refusal here means they drifted apart;
+        # The same rules ran above, so a refusal here means something was left out of them;
         # still refuse the file the documented way.
         attempt((), graph.compile)
     return (None if problems else graph), problems

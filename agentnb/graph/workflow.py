@@ -16,6 +16,7 @@ from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb.errors import DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, NodeSpec, StateGraph
+from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer
 from agentnb.store.base import Checkpointer, check_decision
 from agentnb.store.records import Event, RunRecord, Status
@@ -243,73 +244,20 @@ class Workflow(Drawable):
 
 
 def _validate(graph: StateGraph) -> str:
-    """Check the graph's structure; return the entry node."""
-    nodes = graph.nodes
-    if not nodes:
-        raise DefinitionError("the graph has no nodes", fix="Add one with add_node(name, fn).")
-    entry = graph.entry
-    if entry is None:
-        raise DefinitionError(
-            "the graph has no entry point",
-            fix=f"Call set_entry_point({next(iter(nodes))!r}) (or the node runs start at).",
-        )
-    if entry not in nodes:
-        raise DefinitionError(
-            f"the entry point {entry!r} is not a node",
-            culprit=entry,
-            fix=f"Add it with add_node({entry!r}, fn) or enter at one of {sorted(nodes)}.",
-        )
-
-    def known(name: str, where: str, *, end_ok: bool = True) -> None:
-        if name not in nodes and not (end_ok and name == END):
-            raise DefinitionError(
-                f"{where} names {name!r}, which is not a node",
-                culprit=name,
-                fix=f"Add it with add_node({name!r}, fn), or use one of {sorted(nodes)}"
-                + (" or END." if end_ok else "."),
-            )
-
-    for source, target in graph.edges.items():
-        known(source, f"the edge {source!r} -> {target!r}", end_ok=False)
-        known(target, f"the edge {source!r} -> {target!r}")
-        if source in graph.branches:
-            raise DefinitionError(
-                f"node {source!r} has both a plain edge (to {target!r}) and a conditional edge",
-                culprit=source,
-                fix="Keep one: a conditional edge can include the plain target as an outcome.",
-            )
-    for source, branch in graph.branches.items():
-        known(source, f"a conditional edge from {source!r}", end_ok=False)
-        for outcome, target in branch.targets.items():
-            known(target, f"the conditional edge {source!r} -[{outcome}]->")
-    for kind, names in (("before", graph.interrupts_before), ("after", graph.interrupts_after)):
-        for name in sorted(names):
-            if name not in nodes:
-                raise DefinitionError(
-                    f"add_interrupt_{kind}({name!r}) names a node that does not exist",
-                    culprit=name,
-                    fix=f"Use one of {sorted(nodes)}.",
-                )
-
-    seen = {entry}
-    frontier = [entry]
-    while frontier:
-        node = frontier.pop()
-        fork = graph.branches.get(node)
-        following = fork.targets.values() if fork else [graph.edges.get(node, END)]
-        for nxt in following:
-            if nxt != END and nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    unreachable = [n for n in nodes if n not in seen]
-    if unreachable:
-        raise DefinitionError(
-            f"node{'s' if len(unreachable) > 1 else ''} {', '.join(map(repr, unreachable))} "
-            f"cannot be reached from the entry point {entry!r}",
-            culprit=unreachable[0],
-            fix="Add an edge that leads there, or remove the node.",
-        )
-    return entry
+    """Check the graph's structure (:mod:`agentnb.graph.rules`); return the entry node."""
+    findings = check_graph(
+        list(graph.nodes),
+        graph.entry,
+        [(i, source, target) for i, (source, target) in enumerate(graph.edges.items())],
+        [(k, source, b.targets) for k, (source, b) in enumerate(graph.branches.items())],
+        list(enumerate(sorted(graph.interrupts_before))),
+        list(enumerate(sorted(graph.interrupts_after))),
+        form="code",
+    )
+    if not findings and graph.entry is not None:
+        return graph.entry
+    first = findings[0]
+    raise DefinitionError(first.message, culprit=first.culprit or None, fix=f"{first.fix}.")
 
 
 def _shape_digest(wf: Workflow) -> str:
