@@ -27,10 +27,9 @@ nothing is built unless there are none.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeAlias
 
 from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
@@ -46,6 +45,15 @@ from agentnb.fsm.document import (
 )
 from agentnb.fsm.schema import load_schema, schema_problems
 from agentnb.graph.builder import RESERVED, StateGraph
+from agentnb.graph.registry import (
+    Registry,
+    items,
+    nodes,
+    placeholders,
+    reference_problems,
+    resolve,
+    sound,
+)
 from agentnb.graph.rules import check_graph, suggest
 from agentnb.resilience import CircuitBreaker, Retry
 
@@ -63,8 +71,6 @@ __all__ = [
     "workflow_schema",
 ]
 
-Registry: TypeAlias = Mapping[str, Any]
-"""Names a document may use -> node functions, routers, reducers and exception types."""
 DefinitionKind: TypeAlias = Literal["workflow", "state_machine"]
 Path: TypeAlias = tuple[str | int, ...]
 
@@ -138,7 +144,7 @@ def outline_workflow(source: Source, *, format: Format | None = None) -> LoadedG
     """
     content, label, fmt = read_source(source, format)
     document = parse_document(content, source=label, format=fmt)
-    problems, graph = _examine(document, _placeholders(document.data, label))
+    problems, graph = _examine(document, placeholders(document.data, label))
     if graph is None:
         raise SchemaError(problems, source=label)
     return graph
@@ -229,39 +235,8 @@ def _problems(
     broken = {p.path for p in problems} | {p.path for p in known}
     semantic = _structure_problems(data, broken)
     if registry is not None:
-        semantic += _reference_problems(data, registry)
+        semantic += reference_problems(data, registry)
     return problems + [p for p in dict.fromkeys(semantic) if p.path not in broken]
-
-
-def _sound(broken: Iterable[str], *path: str | int) -> bool:
-    """Whether nothing at or under ``path`` has a problem (of the schema's, say)."""
-    at = json_path(path)
-    return not any(b == at or b.startswith((at + ".", at + "[")) for b in broken)
-
-
-def _items(data: dict[str, Any], key: str, broken: Iterable[str] = ()) -> list[tuple[int, Any]]:
-    """The objects listed under ``key``, with their indexes; none with a problem in ``broken``."""
-    value = data.get(key)
-    items = enumerate(value if isinstance(value, list) else [])
-    return [(i, v) for i, v in items if isinstance(v, dict) and _sound(broken, key, i)]
-
-
-def _nodes(data: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
-    """``(path of the node's name, its object form)`` for each node with a string name."""
-    out: list[tuple[Path, dict[str, Any]]] = []
-    raw = data.get("nodes")
-    for i, item in enumerate(raw if isinstance(raw, list) else []):
-        spec = {"name": item} if isinstance(item, str) else item
-        if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-            out.append((("nodes", i) if isinstance(item, str) else ("nodes", i, "name"), spec))
-    return out
-
-
-def _targets(value: Any) -> list[tuple[str | int, str]]:
-    """``(key or index, name)`` for each string in a mapping or a list."""
-    items = value if isinstance(value, list) else []
-    pairs = value.items() if isinstance(value, dict) else enumerate(items)
-    return [(key, target) for key, target in pairs if isinstance(target, str)]
 
 
 # Problems at these paths leave the node names (or the entry) unknown.
@@ -277,7 +252,7 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
         fix = "Name the workflow for what it does"
         problems.append(SchemaProblem("$.name", f"{data['name']!r} is reserved", fix))
     breakers = data.get("breakers", {})
-    for path, spec in _nodes(data):
+    for path, spec in nodes(data):
         breaker = spec.get("breaker")
         if isinstance(breaker, str) and isinstance(breakers, dict) and breaker not in breakers:
             fix = f'Declare it under "breakers". {suggest(breaker, breakers, "breakers")}'
@@ -285,14 +260,14 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
             problems.append(SchemaProblem(at, f"breaker {breaker!r} is not declared", fix))
     # Parts with a problem of their own are left out; the schema vouches for the rest.
     before, after = (
-        list(enumerate(data.get(key, []) if _sound(broken, key) else []))
+        list(enumerate(data.get(key, []) if sound(broken, key) else []))
         for key in ("interrupt_before", "interrupt_after")
     )
     findings = check_graph(
-        [spec["name"] for _, spec in _nodes(data)],
+        [spec["name"] for _, spec in nodes(data)],
         data["entry"],
-        [(i, e["source"], e["target"]) for i, e in _items(data, "edges", broken)],
-        [(k, b["source"], b["targets"]) for k, b in _items(data, "conditional_edges", broken)],
+        [(i, e["source"], e["target"]) for i, e in items(data, "edges", broken)],
+        [(k, b["source"], b["targets"]) for k, b in items(data, "conditional_edges", broken)],
         before,
         after,
         complete=not (problems or broken),
@@ -303,93 +278,6 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
         bare = name and isinstance(data["nodes"][f.path[1]], str)
         problems.append(SchemaProblem(json_path(f.path[:2] if bare else f.path), f.message, f.fix))
     return problems
-
-
-# -- names -------------------------------------------------------------------------------
-
-
-def _references(data: Any) -> list[tuple[Path, str, str]]:
-    """``(path, role, name)`` for every name the document asks the registry for."""
-    if not isinstance(data, dict):
-        return []
-    refs: list[tuple[Path, str, Any]] = []
-    for path, spec in _nodes(data):
-        if spec["name"] in RESERVED:
-            continue  # not a node: reported as such
-        fn_path = (*path[:2], "fn") if "fn" in spec else path
-        refs.append((fn_path, "function", spec.get("fn", spec["name"])))
-        retried = spec["retry"].get("exceptions") if isinstance(spec.get("retry"), dict) else None
-        refs += [
-            ((*path[:2], "retry", "exceptions", j), "exception", n) for j, n in _targets(retried)
-        ]
-    for k, branch in _items(data, "conditional_edges"):
-        refs.append((("conditional_edges", k, "router"), "router", branch.get("router")))
-    reducers = data.get("reducers")
-    refs += [(("reducers", key), "reducer", n) for key, n in _targets(reducers)]
-    return [(path, role, name) for path, role, name in refs if isinstance(name, str)]
-
-
-def _exception_type(value: Any) -> bool:
-    return isinstance(value, type) and issubclass(value, BaseException)
-
-
-def _resolve(role: str, name: str, registry: Registry) -> Any:
-    if role == "exception" and name not in registry:
-        found = getattr(builtins, name, None)  # a built-in, never an import
-        return found if _exception_type(found) else None
-    return registry.get(name)
-
-
-_WANTED: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "function": (callable, "a function fn(state) or fn(state, ctx)"),
-    "router": (callable, "a function router(state) -> outcome"),
-    "reducer": (callable, "a function reducer(current, new) -> merged value"),
-    "exception": (_exception_type, "an exception class"),
-}
-
-
-def _reference_problems(data: Any, registry: Registry) -> list[SchemaProblem]:
-    problems: list[SchemaProblem] = []
-    for path, role, name in _references(data):
-        value = _resolve(role, name, registry)
-        fits, wanted = _WANTED[role]
-        if value is None and name not in registry:
-            builtin = " nor a built-in exception" if role == "exception" else ""
-            message = f"unknown {role} {name!r}: it is not in the registry{builtin}"
-            fix = (
-                f"Pass registry={{{name!r}: ...}} to load_workflow ("
-                f"{suggest(name, registry, 'names')}); names are never imported"
-            )
-        elif not fits(value):
-            kind = type(value).__name__
-            message = f"registry entry {name!r} used as {role} is a {kind}, not {wanted}"
-            fix = f"Map {name!r} to {wanted}"
-        else:
-            continue
-        problems.append(SchemaProblem(json_path(path), message, fix))
-    return problems
-
-
-def _placeholders(data: Any, source: str) -> dict[str, Any]:
-    registry: dict[str, Any] = {}
-    for _, role, name in _references(data):
-        if role == "exception":
-            registry[name] = _resolve(role, name, {}) or type(name, (Exception,), {})
-        elif name not in registry:
-            registry[name] = _placeholder(role, name, source)
-    return registry
-
-
-def _placeholder(role: str, name: str, source: str) -> Callable[..., Any]:
-    def placeholder(*args: Any) -> Any:
-        raise DefinitionError(
-            f"{role} {name!r} is a placeholder: {source} was loaded for drawing only",
-            culprit=name,
-            fix=f"Load it with load_workflow(path, registry={{{name!r}: ...}}) to run it",
-        )
-
-    placeholder.__name__ = placeholder.__qualname__ = name
-    return placeholder
 
 
 # -- building ----------------------------------------------------------------------------
@@ -417,7 +305,7 @@ def _build(
     reducers = {key: registry[name] for key, name in data.get("reducers", {}).items()}
     graph = LoadedGraph(data["name"], reducers=reducers, max_steps=int(data.get("max_steps", 25)))
     graph.description, graph.source, graph.digest = data.get("description", ""), source, digest
-    for path, spec in _nodes(data):
+    for path, spec in nodes(data):
         attempt(
             (*path[:2], "fn") if "fn" in spec else path,
             graph.add_node,
@@ -452,5 +340,5 @@ def _retry(value: Any, registry: Registry) -> Retry | None:
     if "attempts" in value:
         options["attempts"] = int(value["attempts"])
     if "exceptions" in value:  # not "on", which YAML reads as true
-        options["on"] = tuple(_resolve("exception", n, registry) for n in value["exceptions"])
+        options["on"] = tuple(resolve("exception", n, registry) for n in value["exceptions"])
     return Retry(**options)
