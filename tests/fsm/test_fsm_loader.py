@@ -19,6 +19,8 @@ from agentnb.errors import MissingDependency, SchemaError
 from agentnb.fsm import StateMachine, load_machine, validate_file
 from agentnb.fsm.document import MAX_BYTES, MAX_ITEMS, MAX_PROBLEMS, MORE_PROBLEMS
 from agentnb.fsm.loader import machine_schema
+from tests.document_fuzz import json_values as json_values_of
+from tests.document_fuzz import mutated
 
 HERE = Path(__file__).parent
 INVALID = HERE / "invalid"
@@ -304,19 +306,7 @@ WORDS = [
     "red", "green", "timer", "road_clear", "count_cycle", "state_machine", "a b", "",
 ]  # fmt: skip
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | st.sampled_from(WORDS)
-    | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.sampled_from(WORDS) | st.text(max_size=5), inner, max_size=5)
-    ),
-    max_leaves=25,
-)
+json_values = json_values_of(WORDS)
 
 
 def _load_or_refuse(source: str | bytes, fmt: Any = None) -> None:
@@ -350,31 +340,8 @@ def test_fuzz_generated_documents_only_ever_give_schema_errors(value: Any, as_ya
 NAMES = ["RED", "GREEN", "YELLOW", "BLUE", "timer", "road_clear", "count_cycle", "x y"]
 
 
-@st.composite
-def mutated_light(draw: st.DrawFn) -> Any:
-    """The valid traffic light with a few keys or items replaced, removed or repeated."""
-    doc: Any = json.loads((DATA / "traffic_light.json").read_text())
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        node = doc
-        while True:
-            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-            if not keys:
-                break
-            key = draw(st.sampled_from(keys))
-            child = node[key]
-            if not (isinstance(child, dict | list) and child and draw(st.booleans())):
-                break
-            node = child
-        if not keys:
-            continue
-        operation = draw(st.sampled_from(["replace", "replace", "delete", "repeat"]))
-        if operation == "delete":
-            del node[key]
-        elif operation == "repeat" and isinstance(node, list):
-            node.append(node[key])
-        else:
-            node[key] = draw(st.sampled_from(NAMES) | json_values)
-    return doc
+def mutated_light() -> st.SearchStrategy[Any]:
+    return mutated(DATA / "traffic_light.json", NAMES)
 
 
 @FUZZ

@@ -30,6 +30,8 @@ from agentnb.graph.loader import (
     workflow_schema,
 )
 from agentnb.graph.workflow import Workflow
+from tests.document_fuzz import json_values as json_values_of
+from tests.document_fuzz import mutated
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -408,19 +410,7 @@ WORDS = [
     "THRESHOLD", "three_args", "TimeoutError", "a b", "",
 ]  # fmt: skip
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-5, max_value=30)
-    | st.floats()
-    | st.sampled_from(WORDS)
-    | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.sampled_from(WORDS) | st.text(max_size=4), inner, max_size=5)
-    ),
-    max_leaves=25,
-)
+json_values = json_values_of(WORDS)
 
 
 def _load_or_refuse(source: str | bytes, fmt: Any) -> None:
@@ -451,31 +441,8 @@ def test_fuzz_arbitrary_bytes_only_ever_give_schema_errors(raw: bytes, fmt: Any)
     _load_or_refuse(raw, fmt)
 
 
-@st.composite
-def mutated_refund(draw: st.DrawFn) -> Any:
-    """The valid refund file with a few keys or items replaced, removed or repeated."""
-    doc: Any = json.loads((DATA / "refund.json").read_text())
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        node = doc
-        while True:
-            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-            if not keys:
-                break
-            key = draw(st.sampled_from(keys))
-            child = node[key]
-            if not (isinstance(child, dict | list) and child and draw(st.booleans())):
-                break
-            node = child
-        if not keys:
-            continue
-        operation = draw(st.sampled_from(["replace", "replace", "delete", "repeat"]))
-        if operation == "delete":
-            del node[key]
-        elif operation == "repeat" and isinstance(node, list):
-            node.append(node[key])
-        else:
-            node[key] = draw(st.sampled_from(WORDS) | json_values)
-    return doc
+def mutated_refund() -> st.SearchStrategy[Any]:
+    return mutated(DATA / "refund.json", WORDS)
 
 
 @FUZZ
