@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit nbval notebooks bench system-deps clean
+.PHONY: demo test lint unit nbval notebooks bench system-deps test-system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +21,29 @@ $(VENV)/.dev: pyproject.toml | $(PY)
 	$(PIP) install -e ".[dev]"
 	touch $@ $(VENV)/.notebook
 
-# System packages: Graphviz's `dot` draws the diagrams. Installed with apt-get when we are
-# root; otherwise we say what to install and carry on (diagrams fall back to text).
+# System packages, installed with apt-get when we are root; otherwise we say what to
+# install. Graphviz's `dot` draws the diagrams (they fall back to text without it);
+# make test also needs Chromium, which the browser tests drive.
+APT_GET = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+
 system-deps:
 	@if ! command -v dot >/dev/null 2>&1; then \
 	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Graphviz with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	    apt-get update -qq && $(APT_GET) graphviz >/dev/null; \
 	  else \
 	    echo "NOTE: Graphviz is not installed; run 'sudo apt-get install graphviz' for diagrams."; \
+	  fi; \
+	fi
+
+test-system-deps: system-deps
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Chromium with apt-get (for the browser tests)"; \
+	    apt-get update -qq && $(APT_GET) chromium >/dev/null; \
+	  else \
+	    echo "NOTE: Chromium is not installed; the browser tests need it:"; \
+	    echo "      sudo apt-get install chromium"; \
 	  fi; \
 	fi
 
@@ -46,7 +60,7 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
 
-unit: $(VENV)/.dev system-deps
+unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths.
@@ -60,8 +74,12 @@ notebooks: $(VENV)/.dev system-deps
 
 test: lint unit nbval
 
-bench: $(VENV)/.dev
+bench: $(VENV)/.dev system-deps
 	$(PY) bench/bench_runtime.py
+	$(PY) bench/bench_render.py
+	$(PY) bench/bench_fsm.py
+	$(PY) bench/bench_resilience.py
+	$(PY) bench/bench_widget.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,8 +1,9 @@
-"""``Drawable``: how runtime objects show themselves, without the runtime importing render.
+"""How runtime objects show themselves, without the runtime importing what draws them.
 
-StateGraph, Workflow, Run, StateMachine and machine instances inherit it. The diagram
-pipeline (:mod:`agentnb.render`) sits above them, so it is imported only when a notebook
-displays one of them or ``draw`` is called — the one place an import points up, lazily.
+StateGraph, Workflow, Run, StateMachine and machine instances inherit these mixins. The
+diagram pipeline (:mod:`agentnb.render`) and the widgets (:mod:`agentnb.widgets`) sit above
+them, so they are imported only when a notebook displays one of them, or ``draw``,
+``timeline`` or ``view`` is called — the one place imports point up, lazily.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentnb.render.timeline import Timeline
 
-__all__ = ["Drawable", "HasTimeline"]
+__all__ = ["Drawable", "HasTimeline", "Viewable"]
 
 
 class Drawable:
@@ -53,3 +54,19 @@ class HasTimeline:
         from agentnb.render.timeline import timeline
 
         return timeline(self, width=width)  # type: ignore[arg-type]  # a Run has .events
+
+
+class Viewable:
+    """``view()``: a live panel of a run in Jupyter."""
+
+    __slots__ = ()
+
+    def view(self, **options: Any) -> Any:
+        """A live panel of this run in Jupyter (an ``agentnb.widgets.RunView``): the
+        diagram, the event log, the state, Step/Run/Stop and Approve/Reject.
+
+        Options are those of ``RunView``. Needs the ``notebook`` extra.
+        """
+        from agentnb.widgets import view
+
+        return view(self, **options)  # type: ignore[arg-type]  # only Run mixes this in

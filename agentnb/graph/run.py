@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import iterate_sync, run_sync
-from agentnb._display import Drawable, HasTimeline
+from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
@@ -152,7 +152,7 @@ class StepResult:
         printer.text(str(self))
 
 
-class Run(Drawable, HasTimeline):
+class Run(Drawable, HasTimeline, Viewable):
     """A run of a workflow. Create with ``workflow.start()``, re-attach with ``attach()``."""
 
     def __init__(self, workflow: Workflow, record: RunRecord) -> None:

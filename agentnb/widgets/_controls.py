@@ -1,0 +1,208 @@
+"""``Controls``: what a view's buttons do, on the kernel's event loop, never blocking it.
+
+Step, Run and an approved run's continuation are tasks on the kernel's loop; Stop cancels
+the task (the runtime records the run ``cancelled``). Approve and Reject go to the
+checkpointer in a worker thread, so the store — not the widget — decides exactly once.
+
+Two threads meet here: the kernel's (buttons, drive tasks) and the view's relay (which
+reports the news and notices approvals). The fields under ``lock`` are what they share;
+each change wakes the relay so the browser hears of it within one update window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agentnb.errors import AgentnbError, DecisionError, RunBusy
+from agentnb.graph.run import Run
+from agentnb.store.records import Event, RunRecord, Status
+
+__all__ = ["DECISIONS", "Controls", "News", "running_loop"]
+
+DECISIONS = ("approved", "rejected")
+_DRIVABLE = (Status.RUNNING, Status.APPROVED, Status.CANCELLED)
+
+News = tuple[str, str | None, str, str]
+"""(busy, running node, error, notice) as the relay reads them."""
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread (a kernel's), or ``None``."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Controls:
+    """Drives and decides one run for a view.
+
+    Args:
+        run: the run.
+        wake: asks the view's relay for a refresh (thread-safe, cheap).
+        continue_after_approval: continue runs approved by this view or elsewhere.
+    """
+
+    def __init__(
+        self, run: Run, wake: Callable[[], None], *, continue_after_approval: bool
+    ) -> None:
+        self.run = run
+        self.wake = wake
+        self.continue_after_approval = continue_after_approval
+        self.loop = running_loop()
+        """The kernel's loop: where drives run (learnt at the first message if need be)."""
+        self.task: asyncio.Task[None] | None = None
+        """The drive in progress (Step, Run or a continuation), if any."""
+        self.lock = threading.Lock()
+        self._busy = ""
+        self._running: str | None = None
+        self._error = ""
+        self._notice = ""
+        self._local_approvals: set[int] = set()  # approvals committed by this process
+        self._deciding = 0  # this view's decisions still in flight
+        self._approved_here = False  # this view's Approve went through
+        self.continued_seq = 0
+        """The last approval judged for continuation (each is judged once)."""
+        self._decisions: set[asyncio.Task[None]] = set()  # referenced until done
+
+    # -- read by the relay ---------------------------------------------------------------
+
+    def news(self) -> News:
+        with self.lock:
+            return self._busy, self._running, self._error, self._notice
+
+    def say(self, *, error: str | None = None, notice: str | None = None) -> None:
+        """Tell the person something (an error stays until their next action)."""
+        with self.lock:
+            if error is not None:
+                self._error = error
+            if notice is not None:
+                self._notice = notice
+        self.wake()
+
+    def saw(self, event: Event) -> None:
+        """Workflow listener, in whatever thread committed ``event``: keep it cheap."""
+        if event.run_id != self.run.run_id:
+            return
+        if event.type == "approved":
+            self._local_approvals.add(event.seq)
+        self.wake()
+
+    def maybe_continue(self, record: RunRecord, approved: int) -> None:
+        """Relay thread: a new approval (event ``approved``) and nobody driving the run?"""
+        if record.status != Status.APPROVED or not self.continue_after_approval:
+            return
+        with self.lock:
+            # While our own Approve is in flight we cannot yet tell it from code's approve().
+            if approved <= self.continued_seq or self._busy or self._deciding:
+                return
+            self.continued_seq = approved
+        if record.lease_owner:  # another worker is on it already
+            return
+        if self.loop is None:  # made outside any event loop (a script): nothing to run on
+            self.say(notice="Approved: continue the run with run.run().")
+            return
+        self.loop.call_soon_threadsafe(self._continue, approved)
+
+    def _continue(self, approved: int) -> None:
+        # Judged on the kernel's thread, not the relay's: a run.approve() made on this
+        # thread has returned — and so told our listener it was local — before this runs.
+        with self.lock:
+            by_code_here = approved in self._local_approvals and not self._approved_here
+            self._approved_here = False
+        if not by_code_here:
+            self.start("continue")
+
+    # -- buttons (the kernel's thread, inside its event loop) ------------------------------
+
+    def start(self, kind: str) -> None:
+        """Start a drive: ``"step"``, ``"run"`` or ``"continue"`` (after an approval)."""
+        if self.task is not None and not self.task.done():
+            self.say(notice=f"Busy: a {self._busy or 'drive'} is in progress; Stop cancels it.")
+            return
+        status = self.run.status
+        if kind != "continue" and status not in _DRIVABLE:
+            hint = " — approve or reject it first" if status == Status.PENDING else ""
+            self.say(notice=f"Nothing to {kind}: the run is {status}{hint}.")
+            return
+        with self.lock:
+            self._busy = kind
+            if kind != "continue":  # a person's new action; an automatic one keeps the news
+                self._error, self._notice = "", ""
+        self.task = asyncio.get_running_loop().create_task(self._drive(kind))
+
+    def stop(self) -> None:
+        """Cancel the drive in progress; the runtime records the run ``cancelled``."""
+        if self.task is None or self.task.done():
+            self.say(notice="Nothing to stop: the view is not driving the run.")
+            return
+        self.task.cancel()
+
+    def _lit(self, node: str | None) -> None:
+        with self.lock:
+            self._running = node
+        self.wake()
+
+    async def _drive(self, kind: str) -> None:
+        try:
+            if kind == "step":
+                self._lit(self.run.node)  # the step runs this node: light it while it runs
+                result = await self.run.astep()
+                if result.node is None:
+                    self.say(notice=f"Nothing ran: {result}.")
+            else:
+                async for event in self.run.astream():
+                    if event.type == "node_start":
+                        self._lit(event.node)
+        except asyncio.CancelledError:
+            self.say(notice="Stopped: the run is recorded as cancelled; Run continues it.")
+            raise
+        except RunBusy as exc:
+            self.say(notice=f"Another worker is driving this run: {exc}")
+        except AgentnbError as exc:
+            self.say(error=str(exc))
+        except Exception as exc:  # a node's own exception type, if the runtime let one through
+            self.say(error=f"{type(exc).__name__}: {exc}")
+        finally:
+            with self.lock:
+                self._busy, self._running = "", None
+            self.wake()
+
+    def decide(self, content: dict[str, Any]) -> None:
+        """Approve or reject as the browser asked, bound to the digest the view showed."""
+        decision, by = content.get("decision"), content.get("by")
+        comment, digest = content.get("comment"), content.get("digest")
+        if decision not in DECISIONS or not isinstance(by, str):
+            self.say(error=f"Refused: {decision!r} by {by!r} is not a decision this view sends.")
+            return
+        comment = comment if isinstance(comment, str) and comment else None
+        digest = digest if isinstance(digest, str) and digest else None
+        task = asyncio.get_running_loop().create_task(self._decide(decision, by, comment, digest))
+        self._decisions.add(task)
+        task.add_done_callback(self._decisions.discard)
+
+    async def _decide(
+        self, decision: str, by: str, comment: str | None, digest: str | None
+    ) -> None:
+        with self.lock:
+            self._deciding += 1
+        try:
+            # The store's write may wait on another process's transaction: not on this loop.
+            await asyncio.to_thread(
+                self.run.decide, decision, by=by, comment=comment, expected_digest=digest
+            )
+        except AgentnbError as exc:
+            # Kept until the next action: a double click's refusal must stay visible.
+            prefix = "Refused: " if isinstance(exc, DecisionError) else ""
+            self.say(error=f"{prefix}{exc}")
+        else:
+            with self.lock:
+                self._approved_here = self._approved_here or decision == "approved"
+            self.say(notice=f"{decision.capitalize()} by {by}.")
+        finally:
+            with self.lock:
+                self._deciding -= 1
+            self.wake()

@@ -1,0 +1,216 @@
+"""Events as the live view shows them: short rows, one-line summaries, overlays per step.
+
+Everything here is pure and returns JSON-ready data. User data (state values, node names,
+comments) stays data: the browser renders it with ``textContent``, never as HTML.
+
+Example:
+    >>> from agentnb.store.records import Checkpoint, Event, RunRecord, Status
+    >>> e = Event("r", 3, 1, "state_update", "plan", {"delta": {"amount": 5}, "next": "pay"}, 0.0)
+    >>> event_row(e)["summary"]
+    'amount=5 → pay'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agentnb.graph.workflow import Workflow
+from agentnb.render.extract import overlay_from_events
+from agentnb.render.model import Overlay
+from agentnb.store.records import Checkpoint, Event, RunRecord, Status
+
+__all__ = [
+    "SUMMARY_LIMIT",
+    "decided_payload",
+    "event_row",
+    "events_until",
+    "history_payload",
+    "last_delta",
+    "overlay_at",
+    "overlay_payload",
+    "pending_payload",
+    "run_error_text",
+    "short",
+    "summarize",
+]
+
+SUMMARY_LIMIT = 160
+"""Characters in a log row's summary; the full payload stays in the store."""
+
+# Events numbered k that describe the run as it stood right after its k-th node. The
+# others numbered k (a decision on the pause, node_start, retry, effect, custom...) came
+# later, on the way to the next node.
+_SETTLED = frozenset({"run_started", "state_update", "interrupted", "completed"})
+
+
+def short(value: Any, limit: int = 48) -> str:
+    """``value`` as compact JSON, cut to ``limit`` characters with an ellipsis."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):  # a custom event payload the store accepted as text
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
+
+
+def _delta_text(delta: Any) -> str:
+    if not isinstance(delta, dict) or not delta:
+        return "no change"
+    parts = []
+    for key, value in delta.items():
+        # Lists are usually appended to (messages): their length says more than their text.
+        shown = f"+{len(value)} item(s)" if isinstance(value, list) else short(value)
+        parts.append(f"{key}={shown}")
+    return ", ".join(parts)
+
+
+def summarize(event: Event) -> str:
+    """One line saying what ``event`` means, at most :data:`SUMMARY_LIMIT` characters."""
+    p = event.payload
+    kind = event.type
+    if kind == "state_update":
+        text = f"{_delta_text(p.get('delta'))} → {p.get('next')}"
+    elif kind == "interrupted":
+        after = p.get("after")
+        text = (
+            f"awaiting approval after {after} (next: {event.node})"
+            if p.get("when") == "after"
+            else f"awaiting approval before {event.node}"
+        )
+    elif kind in ("approved", "rejected"):
+        comment = p.get("comment")
+        text = f"by {p.get('by')}" + (f": {comment}" if comment else "")
+    elif kind == "failed":
+        error = p.get("error") or {}
+        text = f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else ""
+    elif kind == "run_started":
+        text = f"graph {p.get('graph')}, at most {p.get('max_steps')} steps"
+    elif kind == "completed":
+        text = "run completed"
+    elif kind == "node_start":
+        text = "running"
+    elif kind == "retry":
+        text = f"attempt {p.get('attempt')} failed, retry in {p.get('wait')} s"
+    elif kind in ("effect", "effect_replayed"):
+        text = f"{p.get('name')}" + (" (recorded result reused)" if kind != "effect" else "")
+    elif kind == "cancelled":
+        text = f"cancelled ({p.get('reason')})"
+    else:
+        text = short(p, SUMMARY_LIMIT)
+    return _cut(text)
+
+
+def event_row(event: Event) -> dict[str, Any]:
+    """The log row the browser shows for ``event``."""
+    return {
+        "seq": event.seq,
+        "step": event.step,
+        "type": event.type,
+        "node": event.node,
+        "at": event.at,
+        "summary": summarize(event),
+    }
+
+
+def events_until(events: Iterable[Event], step: int) -> list[Event]:
+    """The events that describe the run as it stood after ``step`` nodes (for time travel)."""
+    return [e for e in events if e.step < step or (e.step == step and e.type in _SETTLED)]
+
+
+def last_delta(events: Sequence[Event]) -> dict[str, Any]:
+    """The delta of the last ``state_update`` in ``events`` (``{}`` if none)."""
+    for event in reversed(events):
+        if event.type == "state_update":
+            delta = event.payload.get("delta")
+            return delta if isinstance(delta, dict) else {}
+    return {}
+
+
+def overlay_payload(overlay: Overlay, running: str | None = None) -> dict[str, Any]:
+    """An overlay as the browser toggles it onto the drawing's classes.
+
+    Args:
+        overlay: what the stored events say.
+        running: a node executing right now (its ``node_start`` is not committed yet).
+    """
+    return {
+        "status": overlay.status,
+        "current": running or overlay.current,
+        "running": running,
+        "visited": list(dict.fromkeys([*overlay.visited, *([running] if running else [])])),
+        "traversed": [[s, t, n] for s, t, n in overlay.traversed],
+        "pending": overlay.pending,
+        "failed": overlay.failed,
+        "rejected": overlay.rejected,
+        "last": list(overlay.last) if overlay.last else None,
+    }
+
+
+def overlay_at(events: Sequence[Event], workflow: Workflow, step: int) -> dict[str, Any]:
+    """The overlay after ``step`` nodes, for the history slider."""
+    return overlay_payload(overlay_from_events(events_until(events, step), workflow))
+
+
+def pending_payload(events: Sequence[Event], digest: str | None) -> dict[str, Any]:
+    """What an approver is shown: the node, where the pause is, the exact state, its digest."""
+    for event in reversed(events):
+        if event.type == "interrupted":
+            p = event.payload
+            return {
+                "node": event.node,
+                "when": p.get("when"),
+                "after": p.get("after"),
+                "step": event.step,
+                # The stored digest is the one the store will check; the event carries the
+                # same value, but the record is the arbiter if they ever differ.
+                "digest": digest or p.get("digest"),
+                "state": p.get("state"),
+            }
+    return {}
+
+
+def decided_payload(events: Sequence[Event]) -> dict[str, Any]:
+    """The decision on the latest pause (``{}`` while undecided or never paused)."""
+    for event in reversed(events):
+        if event.type in ("approved", "rejected"):
+            p = event.payload
+            return {
+                "decision": event.type,
+                "by": p.get("by"),
+                "comment": p.get("comment"),
+                "at": event.at,
+                "node": event.node,
+                "step": event.step,
+            }
+        if event.type == "interrupted":  # paused again since the last decision
+            return {}
+    return {}
+
+
+def run_error_text(record: RunRecord) -> str:
+    """Why a failed run failed, in one line (``""`` unless it failed)."""
+    if record.status != Status.FAILED or not record.error:
+        return ""
+    error = record.error
+    where = f" at {error.get('node')!s}" if error.get("node") else ""
+    return f"The run failed{where}: {error.get('type')}: {error.get('message')}"
+
+
+def history_payload(
+    events: Sequence[Event], workflow: Workflow, checkpoint: Checkpoint
+) -> dict[str, Any]:
+    """The ``history`` message: the state and overlay after ``checkpoint.step`` nodes."""
+    step = checkpoint.step
+    return {
+        "kind": "history",
+        "step": step,
+        "node": checkpoint.node,
+        "state": checkpoint.state,
+        "changed": list(last_delta([e for e in events if e.step == step])),
+        "overlay": overlay_at(events, workflow, step),
+    }

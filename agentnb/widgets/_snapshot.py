@@ -1,0 +1,74 @@
+"""The static twin of a live view: what a notebook shows when no kernel runs the widget.
+
+JupyterLab and Notebook 7 always pick the widget renderer for a widget output, and without
+its model (the notebook reopened, the kernel gone) they print "Error displaying widget:
+model not found" instead of any fallback MIME type in the same bundle. So the view is
+displayed with a sibling output holding this snapshot: the drawing with the run's overlay,
+its status and its last events, as escaped HTML (and plain text for other front ends).
+While the live view renders, the widget's stylesheet hides the sibling, so the two never
+show at once; without a kernel the stylesheet is not loaded and the snapshot shows.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from agentnb.errors import MissingDependency, RenderError
+from agentnb.graph.run import Run
+from agentnb.render.extract import diagram_from_graph, overlay_from_events
+from agentnb.render.svg import render_svg
+from agentnb.render.text import to_text
+from agentnb.store.records import Event, RunRecord
+from agentnb.widgets._events import summarize
+
+__all__ = ["SNAPSHOT_CLASS", "snapshot_bundle", "snapshot_text"]
+
+SNAPSHOT_CLASS = "agentnb-static"
+"""Class of the snapshot's HTML root; the live view's CSS hides it beside a live view."""
+LAST_EVENTS = 12
+NOTE = "(A snapshot taken when the view was displayed; run the notebook for the live view.)"
+
+
+def snapshot_text(record: RunRecord, events: Sequence[Event], diagram_text: str) -> str:
+    """The run as plain text: the diagram listing, the decision, the last events."""
+    lines = [diagram_text]
+    if record.decided_by:
+        lines.append(f"decided by {record.decided_by}")
+    if events:
+        lines.append(f"last events (of {len(events)}):")
+        for event in events[-LAST_EVENTS:]:
+            node = f" {event.node}" if event.node else ""
+            what = f"#{event.seq} step {event.step} {event.type}{node}"
+            lines.append(f"  {what} — {summarize(event)}")
+    lines.append(NOTE)
+    return "\n".join(lines)
+
+
+def _inline(svg: str) -> str:
+    # An XML declaration and a DOCTYPE mean nothing inside HTML: keep the <svg> element only.
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else ""
+
+
+def snapshot_bundle(run: Run, *, id_prefix: str = "") -> dict[str, str]:
+    """``text/plain`` and ``text/html`` describing ``run`` as it stands now.
+
+    The HTML holds only escaped text and the SVG from :func:`agentnb.render.render_svg`
+    (which refuses anything executable); without Graphviz it holds the text listing.
+    """
+    record = run.record
+    events = run.events
+    overlay = overlay_from_events(events, run.workflow)
+    title = f"{run.workflow.name} · run {run.run_id} · {record.status}"
+    diagram = diagram_from_graph(run.workflow, title=title, overlay=overlay)
+    text = snapshot_text(record, events, to_text(diagram))
+    try:
+        svg = _inline(render_svg(diagram, id_prefix=id_prefix))
+    except (MissingDependency, RenderError):
+        svg = ""
+    body = f"{svg}<pre>{html.escape(text)}</pre>" if svg else f"<pre>{html.escape(text)}</pre>"
+    return {
+        "text/plain": text,
+        "text/html": f'<div class="{SNAPSHOT_CLASS}">{body}</div>',
+    }

@@ -1,0 +1,290 @@
+"""``RunView``: one live panel to watch, step and approve a run inside Jupyter.
+
+The Python side owns no truth: it reads the run's row and events from the checkpointer and
+relays them to the browser (see :mod:`agentnb.widgets._relay`), and it turns buttons into
+runtime calls — driving tasks scheduled on the kernel's event loop (never blocking it) and
+decisions recorded by the checkpointer exactly once. A decision made elsewhere (the CLI,
+another kernel) reaches the view through the store, and this kernel continues the run.
+
+Messages (``model.send`` in the browser, handled by :meth:`RunView._on_msg`)::
+
+    {"kind": "hello", "view": id}      a view opened: replay the drawing and the whole log
+    {"kind": "bye", "view": id}        a view closed
+    {"kind": "step" | "run" | "stop"}  drive the run, or cancel the drive in progress
+    {"kind": "decide", "decision": "approved" | "rejected", "by", "comment", "digest"}
+    {"kind": "history", "view": id, "step": k}   state and overlay after k nodes
+    {"kind": "viz_js"}                 send Graphviz-in-WebAssembly (once per page)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from agentnb.graph.run import Run
+from agentnb.render.extract import overlay_from_events
+from agentnb.store.records import Event, Status
+from agentnb.widgets._controls import Controls, running_loop
+from agentnb.widgets._drawing import DRAWERS, drawing_payload, viz_js_bytes
+from agentnb.widgets._events import (
+    decided_payload,
+    event_row,
+    history_payload,
+    last_delta,
+    overlay_payload,
+    pending_payload,
+    run_error_text,
+)
+from agentnb.widgets._relay import Relay
+from agentnb.widgets._snapshot import snapshot_bundle
+
+__all__ = ["RunView", "view"]
+
+_STATIC = Path(__file__).parent / "static"
+REPLAY_CHUNK = 2000
+"""Log rows per message when a view replays a run's whole log."""
+_PAUSE_EVENTS = frozenset({"approved", "rejected", "interrupted"})  # they change `decided`
+
+
+def _default_approver() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in some containers: the field starts empty
+        return ""
+
+
+class RunView(anywidget.AnyWidget):
+    """A live view of a run: drawing, event log, state, controls and the approval form.
+
+    Args:
+        run: the run to show (any status; a finished run shows its whole history).
+        title: shown in the header; the workflow's name and run id by default.
+        drawer: ``"dot"`` (SVG from the Graphviz program), ``"viz"`` (the browser lays
+            out the DOT with Graphviz compiled to WebAssembly, shipped in the package) or
+            ``"auto"`` (``dot`` when installed).
+        approver: the name pre-filled in the approver field (the login name by default).
+        continue_after_approval: once approved — here, from the CLI or from another
+            kernel — this kernel runs the run on to its next pause or its end. Approvals
+            made by code in this kernel (``run.approve()``) are left to that code.
+        max_rate: at most this many updates per second reach the browser.
+        poll_interval: seconds between store polls while a view is open.
+
+    Example:
+        >>> view = RunView(workflow.start({"requested": 900}))  # doctest: +SKIP
+        >>> view  # in a notebook cell: the live panel  # doctest: +SKIP
+    """
+
+    _esm = _STATIC / "run_view.js"
+    _css = _STATIC / "run_view.css"
+
+    run_id = traitlets.Unicode("").tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    node = traitlets.Unicode("").tag(sync=True)
+    step = traitlets.Int(0).tag(sync=True)
+    max_steps = traitlets.Int(0).tag(sync=True)
+    busy = traitlets.Unicode("").tag(sync=True)
+    overlay = traitlets.Dict().tag(sync=True)
+    state = traitlets.Dict().tag(sync=True)
+    changed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    pending = traitlets.Dict().tag(sync=True)
+    decided = traitlets.Dict().tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    notice = traitlets.Unicode("").tag(sync=True)
+    approver = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        title: str | None = None,
+        drawer: str = "auto",
+        approver: str | None = None,
+        continue_after_approval: bool = True,
+        max_rate: float = 10.0,
+        poll_interval: float = 0.5,
+    ) -> None:
+        if drawer not in DRAWERS:
+            raise ValueError(f"drawer={drawer!r}: use one of {', '.join(DRAWERS)}")
+        if max_rate <= 0:
+            raise ValueError(f"max_rate={max_rate!r}: updates per second must be positive")
+        super().__init__(
+            run_id=run.run_id,
+            title=title or f"{run.workflow.name} · run {run.run_id[:12]}",
+            approver=_default_approver() if approver is None else approver,
+        )
+        self.run = run
+        self.drawer = drawer
+        self._store = run.workflow.checkpointer
+        # Read and written by the relay thread only (and by __init__ before it starts).
+        self._events: list[Event] = []
+        self._seq = 0
+        self._step = -1
+        self._overlay_running: str | None = None
+        self._drawing: dict[str, Any] | None = None
+        self._live = False  # live batches start once the relay runs; views replay before
+        self._views: set[str] = set()  # browser views open (kernel thread)
+        self._relay = Relay(
+            self._refresh,
+            self._relay_failed,
+            min_interval=1.0 / max_rate,
+            poll_interval=poll_interval,
+            name=f"agentnb-view-{run.run_id[:8]}",
+        )
+        self._controls = Controls(
+            run, self._relay.wake, continue_after_approval=continue_after_approval
+        )
+        self.messages_sent = 0
+        """Custom messages sent to the browser (for tests and benchmarks)."""
+        self.events_sent = 0
+        """Log rows sent to the browser in live batches (replays not counted)."""
+        self._refresh()  # the first state is there before anything is displayed
+        self._unsubscribe = run.workflow.subscribe(self._controls.saw)
+        self.on_msg(self._on_msg)
+        self._live = True
+        self._relay.start()
+
+    def __repr__(self) -> str:
+        return f"<RunView of run {self.run_id[:12]}: {self.status} at {self.node!r}>"
+
+    # -- display -------------------------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        show: Callable[..., None] = display  # untyped in IPython
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle
+            show(data, metadata=metadata, raw=True)
+        show(snapshot_bundle(self.run, id_prefix=f"st{self.model_id[:8]}-"), raw=True)
+
+    def close(self) -> None:
+        """Stop relaying and polling, forget the workflow listener, close the widget."""
+        # Also called by Widget.__del__, possibly on a view whose __init__ failed half-way.
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            with contextlib.suppress(ValueError):  # already unsubscribed
+                unsubscribe()
+        relay = getattr(self, "_relay", None)
+        if relay is not None:
+            relay.stop()
+        super().close()
+
+    @property
+    def refreshes(self) -> int:
+        """Updates sent to the browser so far (the coalesced rate, for benchmarks)."""
+        return self._relay.refreshes
+
+    def _relay_failed(self, exc: BaseException) -> None:
+        self._controls.say(error=f"The view could not read the run: {type(exc).__name__}: {exc}")
+
+    # -- the relay thread: read what changed, send it --------------------------------------
+
+    def _refresh(self) -> None:
+        record = self._store.get_run(self.run_id)
+        new = self._store.events(self.run_id, after=self._seq)
+        if new:
+            self._events.extend(new)
+            self._seq = new[-1].seq
+        busy, running, error, notice = self._controls.news()
+        # The state changes only when a step commits: read it then, not on every batch.
+        state = self._store.checkpoint(self.run_id).state if record.step != self._step else None
+        self._step = record.step
+        # Replaying the whole log costs ~0.5 µs an event: only when something moved.
+        moved = bool(new) or running != self._overlay_running
+        pauses = any(e.type in _PAUSE_EVENTS for e in new)
+        with self.hold_sync():
+            self.status = str(record.status)
+            self.node = record.node
+            self.step = record.step
+            self.max_steps = record.max_steps
+            self.busy = busy
+            if moved:
+                overlay = overlay_from_events(self._events, self.run.workflow)
+                self.overlay = overlay_payload(overlay, running)
+                self._overlay_running = running
+            if state is not None:
+                self.state = state
+                self.changed = list(last_delta(self._events))
+            self.pending = (
+                pending_payload(self._events, record.pending_digest)
+                if record.status == Status.PENDING
+                else {}
+            )
+            if pauses or not self._live:
+                self.decided = decided_payload(self._events)
+            self.error = error or run_error_text(record)
+            self.notice = notice
+        if new and self._live:
+            self._post({"kind": "events", "events": [event_row(e) for e in new]})
+            self.events_sent += len(new)
+        approved = next((e.seq for e in reversed(self._events) if e.type == "approved"), 0)
+        self._controls.maybe_continue(record, approved)
+
+    def _post(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
+        self.messages_sent += 1
+        self.send(content, buffers=buffers)
+
+    def _replay(self, view_id: str) -> None:
+        """Send one view the drawing and the whole log (a view opened on a run in progress)."""
+        if self._drawing is None:
+            self._drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id)
+        self._post({**self._drawing, "view": view_id})
+        rows = [event_row(e) for e in self._events]
+        chunks = [rows[i : i + REPLAY_CHUNK] for i in range(0, len(rows), REPLAY_CHUNK)] or [[]]
+        for i, chunk in enumerate(chunks):
+            self._post({"kind": "events", "view": view_id, "events": chunk, "reset": i == 0})
+
+    def _history(self, view_id: str, step: int) -> None:
+        checkpoint = self._store.checkpoint(self.run_id, step)
+        payload = history_payload(self._events, self.run.workflow, checkpoint)
+        self._post({**payload, "view": view_id})
+
+    def _send_viz_js(self) -> None:
+        self._post({"kind": "viz_js"}, buffers=[viz_js_bytes()])
+
+    # -- from the browser (the kernel's thread, inside its event loop) ---------------------
+
+    def _on_msg(self, _widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("kind")
+        view_id = str(content.get("view", ""))
+        controls = self._controls
+        if controls.loop is None:
+            controls.loop = running_loop()
+        if kind == "hello":
+            self._views.add(view_id)
+            self._relay.polling = True
+            self._relay.submit(lambda: self._replay(view_id))
+        elif kind == "bye":
+            self._views.discard(view_id)
+            self._relay.polling = bool(self._views)
+        elif kind in ("step", "run"):
+            controls.start(kind)
+        elif kind == "stop":
+            controls.stop()
+        elif kind == "decide":
+            controls.decide(content)
+        elif kind == "history":
+            step = content.get("step")
+            if isinstance(step, int) and 0 <= step <= self.step:
+                self._relay.submit(lambda: self._history(view_id, step))
+        elif kind == "viz_js":
+            self._relay.submit(self._send_viz_js)
+
+
+def view(run: Run, **options: Any) -> RunView:
+    """A live :class:`RunView` of ``run``; ``options`` as for :class:`RunView`.
+
+    Example:
+        >>> run.view()  # what Run.view() calls  # doctest: +SKIP
+    """
+    return RunView(run, **options)

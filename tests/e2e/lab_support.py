@@ -1,0 +1,264 @@
+"""A throw-away JupyterLab server and the page actions the browser tests share.
+
+Recipe (measured in /work/shared/NOTEBOOK-TESTING.md): serve a temporary copy of the test
+notebooks on 127.0.0.1 with a token and temporary config/runtime dirs, in a new session so
+one signal stops the server; the parent-death signal (``setpriv --pdeathsig``) stops it even
+if pytest is killed. Kernels are the server's children and stop with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+NOTEBOOKS = Path(__file__).parent / "notebooks"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def wait_for(
+    condition: Callable[[], Any],
+    timeout: float,
+    what: str,
+    every: float = 0.05,
+    page: Any = None,
+) -> Any:
+    """Poll ``condition()`` until it returns something truthy; fail after ``timeout`` s.
+
+    With a ``page``, the pauses go through Playwright: its sync API only handles the page's
+    requests (which our route guard intercepts) while a Playwright call is in progress, so a
+    plain ``time.sleep`` would stall the very save or message being waited for.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        if page is None:
+            time.sleep(every)
+        else:
+            page.wait_for_timeout(every * 1000)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (kernels may sit in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+@dataclass
+class Lab:
+    """A running server: where it serves, its token, and the notebooks' directory."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    token: str
+    root: Path
+    runtime: Path
+    log: Path
+
+    def api(self, path: str, method: str = "GET") -> Any:
+        request = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def page_url(self, notebook: str, app: str = "lab") -> str:
+        prefix = "lab/tree" if app == "lab" else "notebooks"
+        reset = "&reset" if app == "lab" else ""
+        return f"{self.url}/{prefix}/{notebook}?token={self.token}{reset}"
+
+    def kernel_eval(self, notebook: str, expression: str) -> str:
+        """``repr(expression)`` evaluated in the kernel running ``notebook``."""
+        from jupyter_client import BlockingKernelClient
+
+        (session,) = [s for s in self.api("/api/sessions") if s["path"].endswith(notebook)]
+        client = BlockingKernelClient(
+            connection_file=str(self.runtime / f"kernel-{session['kernel']['id']}.json")
+        )
+        client.load_connection_file()
+        client.start_channels()
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["header"]["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+
+        try:
+            reply = client.execute_interactive(
+                f"print(repr({expression}))", output_hook=hook, timeout=30
+            )
+        finally:
+            client.stop_channels()
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return "".join(out).strip()
+
+    def stop(self) -> None:
+        """Stop the server and everything it started, on every path."""
+        below = descendants(self.process.pid)
+        try:
+            self.api("/api/shutdown", method="POST")
+            self.process.wait(timeout=10)
+        except (OSError, urllib.error.URLError, subprocess.TimeoutExpired):
+            pass
+        kills: list[Callable[[], None]] = [lambda: os.killpg(self.process.pid, signal.SIGKILL)]
+        kills += [lambda pid=pid: os.kill(pid, signal.SIGKILL) for pid in below]
+        for kill in kills:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
+                kill()
+        self.process.wait(timeout=10)
+
+
+def start_lab(tmp: Path) -> Lab:
+    """Copy the test notebooks (outputs cleared) into ``tmp`` and serve them."""
+    import nbformat
+
+    root, config, runtime, data = (tmp / d for d in ("root", "config", "runtime", "data"))
+    for d in (root, config, runtime, data, tmp / "ipython"):
+        d.mkdir(parents=True)
+    for source in NOTEBOOKS.glob("*.ipynb"):
+        nb = nbformat.read(source, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        nbformat.write(nb, root / source.name)
+    token, port = secrets.token_hex(16), free_port()
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTER_DATA_DIR": str(data),
+        "IPYTHONDIR": str(tmp / "ipython"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    argv = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--allow-root", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        f"--LabApp.user_settings_dir={tmp / 'settings'}", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    setpriv = shutil.which("setpriv")
+    if setpriv:  # the server dies with this process, even on SIGKILL
+        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+    log = tmp / "lab.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            argv, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    lab = Lab(process, f"http://127.0.0.1:{port}", token, root, runtime, log)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
+        try:
+            lab.api("/api/status")
+        except (OSError, urllib.error.URLError):
+            return False
+        return True
+
+    try:
+        wait_for(ready, 60, "JupyterLab to answer", every=0.1)
+    except BaseException:
+        lab.stop()
+        raise
+    return lab
+
+
+@dataclass
+class Browser:
+    """The browser plus what the page did that it must not: leave 127.0.0.1, open dialogs."""
+
+    playwright: Any
+    browser: Any
+    context: Any
+    external: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def new_page(self) -> Any:
+        page = self.context.new_page()
+        page.on("dialog", self._dialog)
+        page.on("websocket", lambda ws: self._check(ws.url))
+        return page
+
+    def _dialog(self, dialog: Any) -> None:
+        if dialog.type == "beforeunload":  # JupyterLab asking before the page reloads
+            dialog.accept()
+            return
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        with contextlib.suppress(Exception):
+            dialog.dismiss()
+
+    def _check(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS:
+            return True
+        self.external.append(url)
+        return False
+
+    def _route(self, route: Any) -> None:
+        if self._check(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    """Open ``name`` in JupyterLab, run all cells, wait until the kernel is idle again."""
+    page.goto(lab.page_url(name))
+    status = page.locator("#jp-main-statusbar")
+    # "Idle" alone is said before the kernel exists; the kernel's name comes with it.
+    status.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator('li[data-command="runmenu:run-all"]').click()
+
+    def all_ran() -> bool:
+        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
+        return bool(prompts) and all(p.strip() not in ("[*]:", "[ ]:", "") for p in prompts)
+
+    wait_for(all_ran, 60, "every cell to run", page=page)
+    status.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)

@@ -1,0 +1,263 @@
+"""RunView in a real JupyterLab page (headless Debian Chromium driven by Playwright).
+
+One server and one page for the module: ``notebooks/runview.ipynb`` displays one view per
+scenario (approve, reject, CLI approval, hostile strings, failure). The last test saves the
+notebook, drops the kernel and reloads: what a reader without a kernel sees.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lab_support import ARTIFACTS, Browser, Lab, open_notebook, wait_for
+from playwright.sync_api import expect
+
+from agentnb import SqliteCheckpointer
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "runview.ipynb"
+XSS = [
+    "<script>window.__xss = 1</script>",
+    '<img src=x onerror="window.__xss = 2">',
+    '"><svg onload="window.__xss = 3">',
+]
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser: Browser) -> Iterator[Any]:
+    page = browser.new_page()
+    open_notebook(page, lab, NOTEBOOK)
+    yield page
+    page.close()
+
+
+def widget(page: Any, title: str) -> Any:
+    """The live view whose title starts with ``title``, drawn and scrolled into view."""
+    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text=title))
+    view.wait_for()
+    view.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "el => el.dataset.drawn === 'true'", arg=view.element_handle(), timeout=30_000
+    )
+    return view
+
+
+NODE_INFO = """(el, name) => {
+    const g = [...el.querySelectorAll("g.agentnb-node")].find(g => g.dataset.name === name);
+    return g && {classes: [...g.classList], text: g.querySelector("text")?.textContent ?? ""};
+}"""
+
+
+def node(view: Any, name: str) -> dict[str, Any]:
+    """The classes and drawn text of the node named ``name`` (no selector escaping needed)."""
+    info = view.evaluate(NODE_INFO, name)
+    assert info, f"no node {name!r} in the drawing"
+    return dict(info)
+
+
+def has_class(info: dict[str, Any], name: str) -> bool:
+    return name in info["classes"]
+
+
+def wait_attr(view: Any, attr: str, value: str, timeout: float = 15_000) -> None:
+    view.page.wait_for_function(
+        "([el, attr, value]) => el.getAttribute(attr) === value",
+        arg=[view.element_handle(), attr, value],
+        timeout=timeout,
+    )
+
+
+def step_until_pending(view: Any) -> int:
+    """Press Step until the run pauses for approval; return how many presses it took."""
+    for presses in range(1, 6):
+        before = int(view.get_attribute("data-events"))
+        view.get_by_role("button", name="Step").click()
+
+        def stepped(before: int = before) -> bool:
+            # A step logs events; "not busy" alone is also true before the click is handled.
+            logged = int(view.get_attribute("data-events")) > before
+            return logged and view.get_attribute("data-busy") == ""
+
+        wait_for(stepped, 15, "the step to finish", page=view.page)
+        if view.get_attribute("data-status") == "pending":
+            return presses
+    raise AssertionError("the run never paused")
+
+
+def store(lab: Lab) -> SqliteCheckpointer:
+    return SqliteCheckpointer(lab.root / "runs.sqlite3")
+
+
+def payments(lab: Lab) -> list[int]:
+    """The refunds the notebook's payment service has paid so far."""
+    paid = ast.literal_eval(lab.kernel_eval(NOTEBOOK, "payments"))
+    assert isinstance(paid, list)
+    return paid
+
+
+def test_step_to_the_pause_then_a_double_approve_decides_once_and_pays_once(
+    page: Any, lab: Lab
+) -> None:
+    view = widget(page, "approve path")
+    assert step_until_pending(view) == 1
+    assert has_class(node(view, "planner"), "is-visited")
+    assert has_class(node(view, "human_approval"), "is-pending")
+    types = view.locator(".rv-log-row").evaluate_all("rows => rows.map(r => r.dataset.type)")
+    assert types == ["run_started", "node_start", "state_update", "interrupted"]
+    assert view.locator(".rv-log-row[data-type='interrupted'] .rv-node").inner_text() == (
+        "human_approval"
+    )
+    assert "before “human_approval”" in view.locator(".rv-approval-head").inner_text()
+    shown = json.loads(view.locator(".rv-approval-state").inner_text())
+    assert shown["amount"] == 1000
+    view.screenshot(path=ARTIFACTS / "runview-pending.png")
+
+    view.locator(".rv-approver").fill("ada")
+    view.locator(".rv-comment").fill("within policy")
+    view.get_by_role("button", name="Approve").dblclick()
+    wait_attr(view, "data-status", "completed")
+    view.locator(".rv-error", has_text="not pending approval").wait_for()
+    assert has_class(node(view, "END"), "is-completed")
+    assert "approved by ada" in view.locator(".rv-decided").inner_text()
+    assert view.locator(".rv-approve").is_disabled()
+    assert view.locator(".rv-tree", has_text='"success"').count() == 1
+    with store(lab) as s:
+        run_id = view.get_attribute("data-run-id")
+        assert [d.accepted for d in s.decisions(run_id)] == [True, False]
+    assert payments(lab).count(1000) == 1
+    view.screenshot(path=ARTIFACTS / "runview-completed.png")
+
+    # Time travel: the state and overlay after step 1, read-only, then back to live.
+    view.locator(".rv-slider").fill("1")
+    wait_attr(view, "data-history", "1")
+    assert "after step 1" in view.locator(".rv-state .rv-section-head").inner_text()
+    assert has_class(node(view, "human_approval"), "is-pending")
+    assert view.locator(".rv-tree", has_text='"success"').count() == 0
+    view.get_by_role("button", name="Live").click()
+    wait_attr(view, "data-history", "live")
+    assert has_class(node(view, "END"), "is-completed")
+
+
+def test_reject_with_the_browser_drawn_diagram_ends_the_run_unpaid(page: Any, lab: Lab) -> None:
+    view = widget(page, "reject path")
+    assert view.get_attribute("data-drawer") == "viz"  # laid out by Graphviz in WebAssembly
+    step_until_pending(view)
+    view.locator(".rv-approver").fill("bo")
+    view.locator(".rv-comment").fill("too much")
+    view.get_by_role("button", name="Reject").click()
+    wait_attr(view, "data-status", "rejected")
+    assert has_class(node(view, "human_approval"), "is-rejected")
+    assert "rejected by bo" in view.locator(".rv-decided").inner_text()
+    assert payments(lab).count(800) == 0
+    view.screenshot(path=ARTIFACTS / "runview-rejected.png")
+
+
+def test_an_approval_from_the_cli_shows_up_and_the_kernel_continues(page: Any, lab: Lab) -> None:
+    view = widget(page, "cli path")
+    assert view.get_attribute("data-status") == "pending"
+    assert view.get_by_role("button", name="Approve").is_enabled()
+    run_id = view.get_attribute("data-run-id")
+    subprocess.run(
+        [sys.executable, "-m", "agentnb.cli", "approve", run_id, "--db",
+         str(lab.root / "runs.sqlite3"), "--as", "cli-user", "--comment", "from a shell"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    view.locator(".rv-decided", has_text="approved by cli-user").wait_for(timeout=5_000)
+    wait_attr(view, "data-status", "completed", timeout=5_000)
+    assert view.locator(".rv-approve").is_disabled()
+    assert payments(lab).count(700) == 1
+    # Two views on this page draw in the browser, from one download of viz.js.
+    viz = page.evaluate("({imports: __agentnb_viz.imports, requests: __agentnb_viz.requests})")
+    assert viz == {"imports": 1, "requests": 1}
+
+
+def test_hostile_strings_render_literally_and_run_nothing(page: Any, browser: Browser) -> None:
+    view = widget(page, "xss path")
+    assert view.locator(".rv-title").inner_text() == f"xss path {XSS[1]}"
+    step_until_pending(view)
+    view.locator(".rv-approver").fill(XSS[1])
+    view.locator(".rv-comment").fill(XSS[0])
+    view.get_by_role("button", name="Approve").click()
+    wait_attr(view, "data-status", "completed")
+    # The decision, the log and the state arrive in the same batches as the status, but
+    # the DOM may apply them a frame apart: wait for each with Playwright's retrying expect.
+    expect(view.locator(".rv-decided")).to_contain_text(f"approved by {XSS[1]}", timeout=10_000)
+    expect(view.locator(".rv-log-row .rv-node", has_text=XSS[1]).first).to_be_visible()
+    expect(view.locator(".rv-tree .rv-key", has_text=XSS[0])).to_have_count(1, timeout=10_000)
+    assert node(view, XSS[1])["text"] == XSS[1]
+    assert view.locator("img, script, iframe, foreignObject").count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert browser.dialogs == []
+    view.screenshot(path=ARTIFACTS / "runview-xss.png")
+
+
+def test_a_failing_node_is_shown_in_the_error_area_and_the_drawing(page: Any) -> None:
+    view = widget(page, "fail path")
+    view.get_by_role("button", name="Run").click()
+    wait_attr(view, "data-status", "failed")
+    assert "ValueError: card declined" in view.locator(".rv-error").inner_text()
+    assert has_class(node(view, "charge"), "is-failed")
+
+
+LONG_TASKS = """() => {
+    window.__longTasks = [];
+    new PerformanceObserver(list => {
+        for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
+    }).observe({type: "longtask"});
+}"""
+
+
+def test_a_burst_of_events_arrives_whole_and_the_page_stays_responsive(page: Any, lab: Lab) -> None:
+    view = widget(page, "burst path")
+    page.evaluate(LONG_TASKS)
+    view.get_by_role("button", name="Run").click()
+    wait_attr(view, "data-status", "completed", timeout=60_000)
+    with store(lab) as s:
+        total = len(s.events(view.get_attribute("data-run-id")))
+    assert total > 6000
+    wait_attr(view, "data-events", str(total))
+    rows = view.locator(".rv-log-row")
+    assert rows.count() == 1000  # the DOM keeps the newest rows; memory keeps them all
+    assert rows.last.get_attribute("data-type") == "completed"
+    assert "earlier events not shown" in view.locator(".rv-log-hidden").inner_text()
+    view.locator(".rv-filter").select_option("completed")
+    assert view.locator(".rv-log-row").count() == 1
+    view.locator(".rv-filter").select_option("")
+    # Measured here: no task over 50 ms at all; 200 ms leaves room for a slow CI machine.
+    worst = max(page.evaluate("window.__longTasks"), default=0)
+    assert worst < 200, f"the page froze for {worst:.0f} ms"
+    view.screenshot(path=ARTIFACTS / "runview-burst.png")
+
+
+def test_no_request_left_127_0_0_1(page: Any, browser: Browser) -> None:
+    assert page.evaluate("window.__xss") is None
+    assert browser.external == []
+    assert browser.dialogs == []
+
+
+def test_without_a_kernel_the_saved_notebook_shows_the_static_snapshot(page: Any, lab: Lab) -> None:
+    # Runs last: it saves the notebook, drops its kernel and reloads the page.
+    page.locator(".lm-MenuBar-item", has_text="File").first.click()
+    page.locator('li[data-command="docmanager:save"]').click()
+    saved = lambda: "agentnb-static" in (lab.root / NOTEBOOK).read_text()  # noqa: E731
+    wait_for(saved, 15, "the save", page=page)
+    for session in lab.api("/api/sessions"):
+        if session["path"].endswith(NOTEBOOK):
+            lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+    page.goto(lab.page_url(NOTEBOOK))
+    first = page.locator(".agentnb-static").first  # Lab renders far-away outputs lazily
+    first.wait_for(timeout=30_000)
+    page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle").wait_for()
+    assert page.locator(".agentnb-rv").count() == 0
+    first.scroll_into_view_if_needed()
+    assert first.is_visible()
+    assert first.locator("svg g.agentnb-node").count() >= 3
+    assert "refund · run" in first.inner_text()
+    first.screenshot(path=ARTIFACTS / "runview-no-kernel.png")

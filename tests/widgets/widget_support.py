@@ -1,0 +1,122 @@
+"""Drive a RunView without a browser: fake front-end messages in, recorded messages out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from agentnb import END, Run, StateGraph, Workflow
+from agentnb.store.base import Checkpointer
+from agentnb.widgets import RunView
+
+T = TypeVar("T")
+
+XSS = [
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=2">',
+    '"><svg onload=alert(1)>',
+    "javascript:alert(1)",
+    "]]><!--&amp;",
+]
+
+
+def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a scenario inside a running event loop, as a Jupyter kernel would."""
+    return asyncio.run(main())
+
+
+async def until(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
+    """Wait for ``condition()`` to hold, letting the loop run; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        await asyncio.sleep(0.005)
+
+
+class Frontend:
+    """A RunView plus a recorder of everything it sends, standing in for the browser."""
+
+    def __init__(self, run: Run, **options: Any) -> None:
+        self.sent: list[tuple[dict[str, Any], list[Any] | None]] = []
+        self.view = RunView(run, **options)
+        self.view.comm.send = self._record  # the comm is a DummyComm outside a kernel
+
+    def _record(
+        self, data: Any = None, metadata: Any = None, buffers: list[Any] | None = None
+    ) -> None:
+        self.sent.append((data, buffers))
+
+    def click(self, kind: str, **content: Any) -> None:
+        """What the browser sends when a button is pressed."""
+        self.view._on_msg(self.view, {"kind": kind, **content}, [])
+
+    def hello(self, view_id: str = "v1") -> None:
+        self.click("hello", view=view_id)
+
+    def customs(self, kind: str | None = None, view: str | None = None) -> list[dict[str, Any]]:
+        """Custom messages sent so far (of one kind, to one view or broadcast)."""
+        out = []
+        for data, _ in list(self.sent):
+            if not data or data.get("method") != "custom":
+                continue
+            content = data["content"]
+            if (kind is None or content.get("kind") == kind) and (
+                view is None or content.get("view") in (None, view)
+            ):
+                out.append(content)
+        return out
+
+    def buffers(self, kind: str) -> list[list[Any]]:
+        return [
+            buffers or []
+            for data, buffers in list(self.sent)
+            if data and data.get("method") == "custom" and data["content"].get("kind") == kind
+        ]
+
+    def updates(self) -> list[dict[str, Any]]:
+        """Trait updates (state messages) sent so far."""
+        return [d["state"] for d, _ in list(self.sent) if d and d.get("method") == "update"]
+
+    def logged_seqs(self, view: str = "v1") -> list[int]:
+        """Sequence numbers of every log row this view received, in arrival order."""
+        return [r["seq"] for m in self.customs("events", view) for r in m["events"]]
+
+    def log(self, view: str = "v1") -> list[dict[str, Any]]:
+        """The log as the browser holds it: a replay resets it, rows merge by ``seq``."""
+        rows: dict[int, dict[str, Any]] = {}
+        for message in self.customs("events", view):
+            if message.get("reset"):
+                rows = {}
+            rows.update({r["seq"]: r for r in message["events"]})
+        return [rows[seq] for seq in sorted(rows)]
+
+    def close(self) -> None:
+        self.view.close()
+
+
+def two_gate_workflow(store: Checkpointer) -> Workflow:
+    """a -> ‖ b -> ‖ c -> END: two approvals in a row, so a pending digest can go stale."""
+    g = StateGraph("gates")
+    g.add_node("a", lambda s: {"n": 1})
+    g.add_node("b", lambda s: {"n": 2})
+    g.add_node("c", lambda s: {"n": 3})
+    g.set_entry_point("a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    g.add_interrupt_before("b", "c")
+    return g.compile(store)
+
+
+def ticker_workflow(store: Checkpointer, steps: int) -> Workflow:
+    """One node looping ``steps`` times as fast as the runtime goes: a burst of events."""
+    g = StateGraph("ticker")
+    g.add_node("tick", lambda s: {"n": s["n"] + 1})
+    g.set_entry_point("tick")
+    g.add_conditional_edge(
+        "tick", lambda s: "again" if s["n"] < steps else "done", {"again": "tick", "done": END}
+    )
+    return g.compile(store, max_steps=steps + 1)
