@@ -66,7 +66,7 @@ def has_class(info: dict[str, Any], name: str) -> bool:
     return name in info["classes"]
 
 
-def wait_attr(view: Any, attr: str, value: str, timeout: float = 15_000) -> None:
+def wait_attr(view: Any, attr: str, value: str, timeout: float = 45_000) -> None:
     view.page.wait_for_function(
         "([el, attr, value]) => el.getAttribute(attr) === value",
         arg=[view.element_handle(), attr, value],
@@ -85,7 +85,7 @@ def step_until_pending(view: Any) -> int:
             logged = int(view.get_attribute("data-events")) > before
             return logged and view.get_attribute("data-busy") == ""
 
-        wait_for(stepped, 15, "the step to finish", page=view.page)
+        wait_for(stepped, 45, "the step to finish", page=view.page)
         if view.get_attribute("data-status") == "pending":
             return presses
     raise AssertionError("the run never paused")
