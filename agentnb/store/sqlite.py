@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import dumps, loads
@@ -33,7 +32,6 @@ from agentnb.errors import (
     LeaseLost,
     RunBusy,
     RunNotFound,
-    SchemaVersionError,
     StaleApproval,
     StoreError,
 )
@@ -49,6 +47,7 @@ from agentnb.store.base import (
 
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
+from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -58,90 +57,13 @@ from agentnb.store.records import (
     RunRecord,
     Status,
 )
+from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
+from agentnb.store.sqlite_rows import decision as decision_row
+from agentnb.store.sqlite_rows import run as run_row
 
-__all__ = ["SqliteCheckpointer"]
+__all__ = ["LATEST", "SqliteCheckpointer"]
 
-MIGRATIONS = (
-    "sqlite_0001_initial.sql",
-    "sqlite_0002_effects.sql",
-    "sqlite_0003_machines.sql",
-)
-LATEST = len(MIGRATIONS)
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-# A run's row joined with its latest journal entry (which says where the run stands).
-_RUN_SELECT = (
-    "SELECT r.run_id, r.graph, r.shape, r.status, e.node, e.step, e.seq, r.max_steps, "
-    "r.created_at, max(r.status_at, e.at), r.error, r.pending_digest, r.decided_by, "
-    "r.decided_at, r.lease_owner, r.lease_expires, r.fence "
-    "FROM runs r JOIN entries e ON e.run_id = r.run_id "
-    "AND e.seq = (SELECT max(seq) FROM entries WHERE run_id = r.run_id)"
-)
-_DECISION_COLUMNS = (
-    "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
-    "accepted, reason, at"
-)
-
-
-def _run(row: Sequence[Any]) -> RunRecord:
-    error = row[10]
-    return RunRecord(
-        run_id=row[0],
-        graph=row[1],
-        shape=row[2],
-        status=Status(row[3]),
-        node=row[4],
-        step=row[5],
-        seq=row[6],
-        max_steps=row[7],
-        created_at=row[8],
-        updated_at=row[9],
-        error=loads(error) if error else None,
-        pending_digest=row[11],
-        decided_by=row[12],
-        decided_at=row[13],
-        lease_owner=row[14],
-        lease_expires=row[15],
-        fence=row[16],
-    )
-
-
-def _pack(events: Sequence[Event]) -> str:
-    return dumps([[e.seq, e.step, e.type, e.node, e.payload, e.at] for e in events])
-
-
-def _unpack(run_id: str, text: str) -> list[Event]:
-    return [Event(run_id, *fields) for fields in loads(text)]
-
-
-def _decision(row: Sequence[Any]) -> Decision:
-    return Decision(
-        id=row[0],
-        run_id=row[1],
-        node=row[2],
-        step=row[3],
-        decision=row[4],
-        approver=row[5],
-        comment=row[6],
-        digest_shown=row[7],
-        pending_digest=row[8],
-        accepted=bool(row[9]),
-        reason=row[10],
-        at=row[11],
-    )
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration into statements (triggers contain ``;`` inside BEGIN ... END)."""
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                yield buffer
-            buffer = ""
-    if buffer.strip() and not buffer.strip().startswith("--"):
-        yield buffer
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -180,7 +102,7 @@ class SqliteCheckpointer(Checkpointer):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={level}")
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._migrate()
+            migrate(self._db, self.path)
         except sqlite3.Error as exc:
             self._db.close()
             raise StoreError(f"cannot open {self.path} as an agentnb database: {exc}") from exc
@@ -202,40 +124,6 @@ class SqliteCheckpointer(Checkpointer):
         return self._machines
 
     # -- plumbing ------------------------------------------------------------------------
-
-    def _version(self) -> int:
-        try:
-            row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return 0
-            raise
-        return int(row[0] or 0)
-
-    def _migrate(self) -> None:
-        if self._version() == LATEST:
-            return
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute(
-                    "CREATE TABLE IF NOT EXISTS schema_version "
-                    "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
-                )
-                version = self._version()
-                if version > LATEST:
-                    raise SchemaVersionError(self.path, version, LATEST)
-                folder = resources.files("agentnb.store") / "migrations"
-                for number, name in enumerate(MIGRATIONS[version:], start=version + 1):
-                    for statement in _statements((folder / name).read_text("utf-8")):
-                        self._db.execute(statement)
-                    self._db.execute(
-                        "INSERT INTO schema_version VALUES (?, ?)", (number, time.time())
-                    )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def _check_open(self) -> None:
         if self._closed:
@@ -305,16 +193,16 @@ class SqliteCheckpointer(Checkpointer):
                     checkpoint.step,
                     checkpoint.node,
                     checkpoint.state_json,
-                    _pack(events),
+                    pack(events),
                     run.created_at,
                 ),
             )
 
     def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
-        row = db.execute(f"{_RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
+        row = db.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        return _run(row)
+        return run_row(row)
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
@@ -323,12 +211,12 @@ class SqliteCheckpointer(Checkpointer):
 
     def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
         if status is None:
-            rows = self._read(f"{_RUN_SELECT} ORDER BY r.created_at DESC")
+            rows = self._read(f"{RUN_SELECT} ORDER BY r.created_at DESC")
         else:
             rows = self._read(
-                f"{_RUN_SELECT} WHERE r.status = ? ORDER BY r.created_at DESC", (str(status),)
+                f"{RUN_SELECT} WHERE r.status = ? ORDER BY r.created_at DESC", (str(status),)
             )
-        return [_run(r) for r in rows]
+        return [run_row(r) for r in rows]
 
     # -- driving -------------------------------------------------------------------------
 
@@ -372,7 +260,7 @@ class SqliteCheckpointer(Checkpointer):
             change.step,
             change.node,
             None if cp is None else cp.state_json,
-            _pack(events),
+            pack(events),
             now,
         )
         with self._write() as db:
@@ -459,7 +347,7 @@ class SqliteCheckpointer(Checkpointer):
                 event = Event(run_id, seq + 1, step, kind, node, payload, now)
                 db.execute(
                     "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, ?, ?)",
-                    (run_id, seq + 1, step, node, _pack([event]), now),
+                    (run_id, seq + 1, step, node, pack([event]), now),
                 )
                 reason = None
             else:
@@ -476,7 +364,7 @@ class SqliteCheckpointer(Checkpointer):
                         refusal = StaleApproval(run_id, expected_digest or "", digest or "")
                         reason = "stale: the pending state changed"
             decision_id = db.execute(
-                f"INSERT INTO decisions ({_DECISION_COLUMNS}) "
+                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
                 "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     run_id,
@@ -547,7 +435,7 @@ class SqliteCheckpointer(Checkpointer):
             )
             found: list[Event] = []
             for (packed,) in cursor:
-                found.extend(e for e in _unpack(run_id, packed) if e.seq > after)
+                found.extend(e for e in unpack(run_id, packed) if e.seq > after)
                 if limit is not None and len(found) >= limit:
                     cursor.close()
                     return found[:limit]
@@ -557,13 +445,13 @@ class SqliteCheckpointer(Checkpointer):
 
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         if run_id is None:
-            rows = self._read(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
+            rows = self._read(f"SELECT {DECISION_COLUMNS} FROM decisions ORDER BY id")
         else:
             rows = self._read(
-                f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE run_id = ? ORDER BY id",
+                f"SELECT {DECISION_COLUMNS} FROM decisions WHERE run_id = ? ORDER BY id",
                 (run_id,),
             )
-        return [_decision(r) for r in rows]
+        return [decision_row(r) for r in rows]
 
     # -- side effects ----------------------------------------------------------------------
 

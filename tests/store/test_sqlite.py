@@ -15,7 +15,7 @@ import pytest
 from agentnb import SqliteCheckpointer, Status
 from agentnb.errors import SchemaVersionError, StoreError
 from agentnb.examples import build_refund_workflow
-from agentnb.store.sqlite import LATEST
+from agentnb.store.migrate import LATEST
 
 WORKER = Path(__file__).with_name("worker.py")
 ROOT = Path(__file__).parents[2]

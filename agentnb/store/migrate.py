@@ -1,0 +1,73 @@
+"""The SQLite schema's numbered migrations, applied when a checkpointer opens a file.
+
+Each ``migrations/sqlite_NNNN_*.sql`` file is one version; ``schema_version`` records the
+ones applied. Opening a file at the latest version costs one read; an older file is
+upgraded in one ``BEGIN IMMEDIATE`` transaction (so two processes opening it at once
+apply each migration once); a file from a newer agentnb is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from importlib import resources
+
+from agentnb.errors import SchemaVersionError
+
+__all__ = ["LATEST", "MIGRATIONS", "migrate", "version"]
+
+MIGRATIONS = (
+    "sqlite_0001_initial.sql",
+    "sqlite_0002_effects.sql",
+    "sqlite_0003_machines.sql",
+)
+LATEST = len(MIGRATIONS)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (triggers contain ``;`` inside BEGIN ... END)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip() and not buffer.strip().startswith("--"):
+        yield buffer
+
+
+def version(db: sqlite3.Connection) -> int:
+    """The schema version of the open database (0 for a new file)."""
+    try:
+        row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return 0
+        raise
+    return int(row[0] or 0)
+
+
+def migrate(db: sqlite3.Connection, path: str) -> None:
+    """Bring the database at ``path`` (open as ``db``) to :data:`LATEST`."""
+    if version(db) == LATEST:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        found = version(db)  # again, under the write lock: another process may have migrated
+        if found > LATEST:
+            raise SchemaVersionError(path, found, LATEST)
+        folder = resources.files("agentnb.store") / "migrations"
+        for number, name in enumerate(MIGRATIONS[found:], start=found + 1):
+            for statement in _statements((folder / name).read_text("utf-8")):
+                db.execute(statement)
+            db.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
