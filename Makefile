@@ -75,6 +75,7 @@ notebooks: $(VENV)/.dev system-deps
 test: lint unit nbval
 
 bench: $(VENV)/.dev system-deps
+	$(PIP) install -e ".[bench]"
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_render.py
 	$(PY) bench/bench_fsm.py
