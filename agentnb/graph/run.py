@@ -351,6 +351,41 @@ class Run(Drawable, HasTimeline, Viewable):
         """Reject the pending node: the run ends ``rejected`` and the node never runs."""
         return self.decide("rejected", by=by, comment=comment, expected_digest=expected_digest)
 
+    async def adecide(
+        self,
+        decision: str,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Async twin of :meth:`decide`.
+
+        The database call runs in a worker thread: a decision may wait for another
+        process's write (up to the store's busy timeout), and the event loop must not.
+        """
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.decide, decision, by=by, comment=comment, expected_digest=expected_digest
+        )
+
+    async def aapprove(
+        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+    ) -> Decision:
+        """Async twin of :meth:`approve`."""
+        return await self.adecide(
+            "approved", by=by, comment=comment, expected_digest=expected_digest
+        )
+
+    async def areject(
+        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+    ) -> Decision:
+        """Async twin of :meth:`reject`."""
+        return await self.adecide(
+            "rejected", by=by, comment=comment, expected_digest=expected_digest
+        )
+
     # -- driving -------------------------------------------------------------------------
 
     async def astep(self) -> StepResult:

@@ -537,3 +537,22 @@ def test_a_fork_replays_from_a_past_step_without_touching_the_original(
     assert [cp.step for cp in fork.history()] == [1, 2, 3]
     with pytest.raises(InvalidState):
         original.fork(0, update={"bad": {1, 2}})
+
+
+def test_async_decisions_are_twins_of_the_sync_ones(store: Checkpointer) -> None:
+    refunds: list[int] = []
+    wf = build_refund_workflow(store, refunds)
+
+    async def scenario() -> list[str]:
+        first, second = wf.start({}), wf.start({})
+        await first.arun()
+        await second.arun()
+        approved = await first.aapprove(by="ada", expected_digest=first.pending_digest)
+        rejected = await second.areject(by="ada", comment="no")
+        with pytest.raises(ApprovalNotPending):
+            await first.aapprove(by="bob")
+        await first.arun()
+        return [approved.decision, rejected.decision, first.status, second.status]
+
+    assert asyncio.run(scenario()) == ["approved", "rejected", "completed", "rejected"]
+    assert refunds == [1000]
