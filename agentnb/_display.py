@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentnb.render.timeline import Timeline
 
-__all__ = ["Drawable", "HasTimeline", "Viewable"]
+__all__ = ["Drawable", "HasTimeline", "MachineViewable", "Viewable"]
 
 
 class Drawable:
@@ -70,3 +70,22 @@ class Viewable:
         from agentnb.widgets import view
 
         return view(self, **options)  # type: ignore[arg-type]  # only Run mixes this in
+
+
+class MachineViewable:
+    """``view()``: a live panel of a state-machine instance in Jupyter."""
+
+    __slots__ = ()
+
+    def view(self, **options: Any) -> Any:
+        """A live panel of this instance in Jupyter (an ``agentnb.widgets.MachineView``):
+        the diagram with the current state lit, a button per event (disabled ones say
+        why), the history and the context.
+
+        Options are those of ``MachineView``, e.g. ``reloader=`` to follow a definition
+        file. Needs the ``notebook`` extra.
+        """
+        from agentnb.widgets import view_machine
+
+        # Only MachineInstance mixes this in.
+        return view_machine(self, **options)  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentnb._aio import run_sync
-from agentnb._display import Drawable
+from agentnb._display import Drawable, MachineViewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     DefinitionError,
@@ -86,7 +86,7 @@ class MachineStore(Protocol):
         """Every record of the instance, by ``seq``."""
 
 
-class MachineInstance(Drawable):
+class MachineInstance(Drawable, MachineViewable):
     """One running instance of a :class:`StateMachine`. Create it with ``machine.start()``.
 
     Attributes:
@@ -104,6 +104,7 @@ class MachineInstance(Drawable):
         self._machine = machine
         # Held only for the short commit and rebind sections, never across an await.
         self._lock = threading.Lock()
+        self._refusal_listeners: list[Callable[[TransitionNotAllowed], None]] = []
 
     def __repr__(self) -> str:
         snap = self._snapshot()
@@ -220,6 +221,21 @@ class MachineInstance(Drawable):
         after = InstanceSnapshot(self.id, snap.machine, transition.target, work, record.seq)
         return self._commit(machine, after, record)
 
+    def on_refused(self, listener: Callable[[TransitionNotAllowed], None]) -> Callable[[], None]:
+        """Call ``listener(error)`` whenever this instance refuses an event.
+
+        A strict instance raises :class:`~agentnb.errors.TransitionNotAllowed` and records
+        nothing, so this is how a panel showing the instance hears of it; the caller still
+        gets the error. Returns a function that removes the listener (safe to call twice).
+        """
+        self._refusal_listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._refusal_listeners.remove(listener)
+
+        return remove
+
     def rebind(self, machine: StateMachine) -> None:
         """Follow ``machine`` from the next event on (e.g. a reloaded definition).
 
@@ -295,6 +311,15 @@ class MachineInstance(Drawable):
                     for t in machine.transitions_for(snap.state, guarded)
                 ]
             error = TransitionNotAllowed(str(event), snap.state, allowed, guards=guards)
+            for listener in list(self._refusal_listeners):
+                try:
+                    listener(error)
+                except Exception as exc:  # a panel's bug must not change what the caller sees
+                    warnings.warn(
+                        f"refusal listener {listener!r} raised {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
             raise error
         record = self._record(snap, str(event), event_id, snap.state, payload, {}, reason)
         after = InstanceSnapshot(self.id, snap.machine, snap.state, snap.context, record.seq)

@@ -1,9 +1,10 @@
-"""Live notebook views of runs: see, step and approve a workflow run inside Jupyter.
+"""Live notebook views: see, step and approve a workflow run, or drive a state machine.
 
 Needs the ``notebook`` extra (``anywidget``, ``ipywidgets``)::
 
-    from agentnb.widgets import view
-    view(run)      # a RunView: drawing, event log, state, Step/Run/Stop, Approve/Reject
+    from agentnb.widgets import view, view_machine
+    view(run)              # a RunView: drawing, event log, state, Step/Run/Stop, Approve/Reject
+    view_machine(light)    # a MachineView: drawing, a button per event, history, context
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise MissingDependency("anywidget", "notebook", "showing live views of runs") from exc
 
+from agentnb.widgets._machine_view import MachineView, view_machine
 from agentnb.widgets._view import RunView, view
 
-__all__ = ["RunView", "view"]
+__all__ = ["MachineView", "RunView", "view", "view_machine"]

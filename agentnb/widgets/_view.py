@@ -20,18 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import anywidget
 import traitlets
 
 from agentnb.graph.run import Run
 from agentnb.render.extract import overlay_from_events
 from agentnb.store.records import Event, Status
 from agentnb.widgets._controls import Controls, running_loop
-from agentnb.widgets._drawing import DRAWERS, drawing_payload, viz_js_bytes
+from agentnb.widgets._drawing import drawing_payload
 from agentnb.widgets._events import (
     decided_payload,
     event_row,
@@ -41,14 +38,11 @@ from agentnb.widgets._events import (
     pending_payload,
     run_error_text,
 )
-from agentnb.widgets._relay import Relay
+from agentnb.widgets._live import LiveView, check_options, static_text
 from agentnb.widgets._snapshot import snapshot_bundle
 
 __all__ = ["RunView", "view"]
 
-_STATIC = Path(__file__).parent / "static"
-REPLAY_CHUNK = 2000
-"""Log rows per message when a view replays a run's whole log."""
 _PAUSE_EVENTS = frozenset({"approved", "rejected", "interrupted"})  # they change `decided`
 
 
@@ -59,7 +53,7 @@ def _default_approver() -> str:
         return ""
 
 
-class RunView(anywidget.AnyWidget):
+class RunView(LiveView):
     """A live view of a run: drawing, event log, state, controls and the approval form.
 
     Args:
@@ -80,8 +74,8 @@ class RunView(anywidget.AnyWidget):
         >>> view  # in a notebook cell: the live panel  # doctest: +SKIP
     """
 
-    _esm = _STATIC / "run_view.js"
-    _css = _STATIC / "run_view.css"
+    _esm = static_text("live.js", "run_view.js")
+    _css = static_text("live.css", "run_view.css")
 
     run_id = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
@@ -110,10 +104,7 @@ class RunView(anywidget.AnyWidget):
         max_rate: float = 10.0,
         poll_interval: float = 0.5,
     ) -> None:
-        if drawer not in DRAWERS:
-            raise ValueError(f"drawer={drawer!r}: use one of {', '.join(DRAWERS)}")
-        if max_rate <= 0:
-            raise ValueError(f"max_rate={max_rate!r}: updates per second must be positive")
+        check_options(drawer, max_rate)
         super().__init__(
             run_id=run.run_id,
             title=title or f"{run.workflow.name} · run {run.run_id[:12]}",
@@ -129,19 +120,12 @@ class RunView(anywidget.AnyWidget):
         self._overlay_running: str | None = None
         self._drawing: dict[str, Any] | None = None
         self._live = False  # live batches start once the relay runs; views replay before
-        self._views: set[str] = set()  # browser views open (kernel thread)
-        self._relay = Relay(
-            self._refresh,
-            self._relay_failed,
-            min_interval=1.0 / max_rate,
-            poll_interval=poll_interval,
-            name=f"agentnb-view-{run.run_id[:8]}",
+        self._start_relay(
+            max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-view-{run.run_id[:8]}"
         )
         self._controls = Controls(
             run, self._relay.wake, continue_after_approval=continue_after_approval
         )
-        self.messages_sent = 0
-        """Custom messages sent to the browser (for tests and benchmarks)."""
         self.events_sent = 0
         """Log rows sent to the browser in live batches (replays not counted)."""
         self._refresh()  # the first state is there before anything is displayed
@@ -155,32 +139,14 @@ class RunView(anywidget.AnyWidget):
 
     # -- display -------------------------------------------------------------------------
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
+        return snapshot_bundle(self.run, id_prefix=id_prefix)
 
-        show: Callable[..., None] = display  # untyped in IPython
-        bundle = self._repr_mimebundle_()
-        if bundle is not None:
-            data, metadata = bundle
-            show(data, metadata=metadata, raw=True)
-        show(snapshot_bundle(self.run, id_prefix=f"st{self.model_id[:8]}-"), raw=True)
-
-    def close(self) -> None:
-        """Stop relaying and polling, forget the workflow listener, close the widget."""
-        # Also called by Widget.__del__, possibly on a view whose __init__ failed half-way.
-        unsubscribe = getattr(self, "_unsubscribe", None)
+    def _detach(self) -> None:
+        unsubscribe = getattr(self, "_unsubscribe", None)  # None if __init__ failed early
         if unsubscribe is not None:
             with contextlib.suppress(ValueError):  # already unsubscribed
                 unsubscribe()
-        relay = getattr(self, "_relay", None)
-        if relay is not None:
-            relay.stop()
-        super().close()
-
-    @property
-    def refreshes(self) -> int:
-        """Updates sent to the browser so far (the coalesced rate, for benchmarks)."""
-        return self._relay.refreshes
 
     def _relay_failed(self, exc: BaseException) -> None:
         self._controls.say(error=f"The view could not read the run: {type(exc).__name__}: {exc}")
@@ -228,27 +194,17 @@ class RunView(anywidget.AnyWidget):
         approved = next((e.seq for e in reversed(self._events) if e.type == "approved"), 0)
         self._controls.maybe_continue(record, approved)
 
-    def _post(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
-        self.messages_sent += 1
-        self.send(content, buffers=buffers)
-
     def _replay(self, view_id: str) -> None:
         """Send one view the drawing and the whole log (a view opened on a run in progress)."""
         if self._drawing is None:
             self._drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id)
         self._post({**self._drawing, "view": view_id})
-        rows = [event_row(e) for e in self._events]
-        chunks = [rows[i : i + REPLAY_CHUNK] for i in range(0, len(rows), REPLAY_CHUNK)] or [[]]
-        for i, chunk in enumerate(chunks):
-            self._post({"kind": "events", "view": view_id, "events": chunk, "reset": i == 0})
+        self._post_rows(view_id, "events", [event_row(e) for e in self._events])
 
     def _history(self, view_id: str, step: int) -> None:
         checkpoint = self._store.checkpoint(self.run_id, step)
         payload = history_payload(self._events, self.run.workflow, checkpoint)
         self._post({**payload, "view": view_id})
-
-    def _send_viz_js(self) -> None:
-        self._post({"kind": "viz_js"}, buffers=[viz_js_bytes()])
 
     # -- from the browser (the kernel's thread, inside its event loop) ---------------------
 
@@ -260,14 +216,9 @@ class RunView(anywidget.AnyWidget):
         controls = self._controls
         if controls.loop is None:
             controls.loop = running_loop()
-        if kind == "hello":
-            self._views.add(view_id)
-            self._relay.polling = True
-            self._relay.submit(lambda: self._replay(view_id))
-        elif kind == "bye":
-            self._views.discard(view_id)
-            self._relay.polling = bool(self._views)
-        elif kind in ("step", "run"):
+        if self._page_msg(kind, view_id):
+            return
+        if kind in ("step", "run"):
             controls.start(kind)
         elif kind == "stop":
             controls.stop()
@@ -277,8 +228,6 @@ class RunView(anywidget.AnyWidget):
             step = content.get("step")
             if isinstance(step, int) and 0 <= step <= self.step:
                 self._relay.submit(lambda: self._history(view_id, step))
-        elif kind == "viz_js":
-            self._relay.submit(self._send_viz_js)
 
 
 def view(run: Run, **options: Any) -> RunView:

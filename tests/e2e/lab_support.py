@@ -114,6 +114,10 @@ class Lab:
 
     def kernel_eval(self, notebook: str, expression: str) -> str:
         """``repr(expression)`` evaluated in the kernel running ``notebook``."""
+        return self.kernel_exec(notebook, f"print(repr({expression}))")
+
+    def kernel_exec(self, notebook: str, code: str) -> str:
+        """Run ``code`` in the kernel running ``notebook``, as a cell would; its stdout."""
         from jupyter_client import BlockingKernelClient
 
         (session,) = [s for s in self.api("/api/sessions") if s["path"].endswith(notebook)]
@@ -129,9 +133,7 @@ class Lab:
                 out.append(msg["content"]["text"])
 
         try:
-            reply = client.execute_interactive(
-                f"print(repr({expression}))", output_hook=hook, timeout=30
-            )
+            reply = client.execute_interactive(code, output_hook=hook, timeout=30)
         finally:
             client.stop_channels()
         assert reply["content"]["status"] == "ok", reply["content"]
@@ -262,3 +264,17 @@ def open_notebook(page: Any, lab: Lab, name: str) -> None:
 
     wait_for(all_ran, 60, "every cell to run", page=page)
     status.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
+
+
+def reopen_without_widgets(page: Any, lab: Lab, name: str) -> None:
+    """Save ``name``, drop its kernel and reload it: what a reader without the kernel sees."""
+    page.locator(".lm-MenuBar-item", has_text="File").first.click()
+    page.locator('li[data-command="docmanager:save"]').click()
+    saved = lambda: "agentnb-static" in (lab.root / name).read_text()  # noqa: E731
+    wait_for(saved, 15, "the save", page=page)
+    for session in lab.api("/api/sessions"):
+        if session["path"].endswith(name):
+            lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+    page.goto(lab.page_url(name))
+    page.locator(".agentnb-static").first.wait_for(timeout=30_000)
+    page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle").wait_for()

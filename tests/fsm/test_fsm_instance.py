@@ -379,3 +379,18 @@ def test_a_definition_replaced_mid_event_without_the_target_saves_nothing() -> N
 def test_repr_names_the_instance_and_its_state() -> None:
     light = traffic_light().start("c1")
     assert repr(light) == "<MachineInstance 'c1' of 'traffic_light': state 'RED', 0 events>"
+
+
+def test_refusal_listeners_hear_refused_events_and_callers_still_get_the_error() -> None:
+    from fsm_support import traffic_light
+
+    light = traffic_light().start()
+    heard: list[tuple[str, str]] = []
+    remove = light.on_refused(lambda error: heard.append((error.event, error.state)))
+    with pytest.raises(TransitionNotAllowed):
+        light.send("walk")
+    remove()
+    remove()  # twice is harmless
+    with pytest.raises(TransitionNotAllowed):
+        light.send("walk")
+    assert heard == [("walk", "RED")]

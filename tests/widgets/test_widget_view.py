@@ -306,7 +306,7 @@ def test_displaying_a_view_adds_a_static_snapshot_for_kernel_less_readers(
 def test_the_public_names_are_pinned() -> None:
     import agentnb.widgets
 
-    assert agentnb.widgets.__all__ == ["RunView", "view"]
+    assert agentnb.widgets.__all__ == ["MachineView", "RunView", "view", "view_machine"]
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,19 @@
-"""Drive a RunView without a browser: fake front-end messages in, recorded messages out."""
+"""Drive live views without a browser: fake front-end messages in, recorded messages out."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agentnb import END, Run, StateGraph, Workflow
 from agentnb.store.base import Checkpointer
 from agentnb.widgets import RunView
+from agentnb.widgets._live import LiveView
 
 T = TypeVar("T")
+V = TypeVar("V", bound=LiveView)
 
 XSS = [
     "<script>window.__xss=1</script>",
@@ -36,12 +38,12 @@ async def until(condition: Callable[[], Any], timeout: float = 10.0, what: str =
         await asyncio.sleep(0.005)
 
 
-class Frontend:
-    """A RunView plus a recorder of everything it sends, standing in for the browser."""
+class Recorder(Generic[V]):
+    """A live view plus a recorder of everything it sends, standing in for the browser."""
 
-    def __init__(self, run: Run, **options: Any) -> None:
+    def __init__(self, view: V) -> None:
         self.sent: list[tuple[dict[str, Any], list[Any] | None]] = []
-        self.view = RunView(run, **options)
+        self.view = view
         self.view.comm.send = self._record  # the comm is a DummyComm outside a kernel
 
     def _record(
@@ -80,6 +82,16 @@ class Frontend:
         """Trait updates (state messages) sent so far."""
         return [d["state"] for d, _ in list(self.sent) if d and d.get("method") == "update"]
 
+    def close(self) -> None:
+        self.view.close()
+
+
+class Frontend(Recorder[RunView]):
+    """A RunView and its recorder."""
+
+    def __init__(self, run: Run, **options: Any) -> None:
+        super().__init__(RunView(run, **options))
+
     def logged_seqs(self, view: str = "v1") -> list[int]:
         """Sequence numbers of every log row this view received, in arrival order."""
         return [r["seq"] for m in self.customs("events", view) for r in m["events"]]
@@ -92,9 +104,6 @@ class Frontend:
                 rows = {}
             rows.update({r["seq"]: r for r in message["events"]})
         return [rows[seq] for seq in sorted(rows)]
-
-    def close(self) -> None:
-        self.view.close()
 
 
 def two_gate_workflow(store: Checkpointer) -> Workflow:

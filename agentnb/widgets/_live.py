@@ -1,0 +1,152 @@
+"""``LiveView``: what every live panel shares — a relay, open browser views, the drawing's
+Graphviz-in-WebAssembly on demand, and the static snapshot beside the widget.
+
+A live panel (:class:`~agentnb.widgets.RunView`, :class:`~agentnb.widgets.MachineView`)
+reads the truth from a store on its relay thread (:mod:`agentnb.widgets._relay`) and sends
+it to the browser; this base class holds the parts of that which do not depend on what is
+shown. Messages every panel understands (``model.send`` in the browser)::
+
+    {"kind": "hello", "view": id}   a view opened: poll while any is open, replay to it
+    {"kind": "bye", "view": id}     a view closed
+    {"kind": "viz_js"}              send Graphviz-in-WebAssembly (once per page)
+
+The browser halves are plain ES modules and stylesheets in ``static/``: ``live.js`` and
+``live.css`` (the shared helpers: text-only DOM building, SVG scrubbing, the drawing, the
+tree) are put in front of each panel's own file by :func:`static_text`, since an anywidget
+module is sent as one text and cannot import its neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+
+from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
+from agentnb.widgets._relay import Relay
+
+__all__ = ["REPLAY_CHUNK", "STATIC", "LiveView", "check_options", "static_text"]
+
+STATIC = Path(__file__).parent / "static"
+REPLAY_CHUNK = 2000
+"""Rows per message when a view replays a whole log (a run's events, an instance's history)."""
+
+
+def static_text(*names: str) -> str:
+    """The files ``static/<name>`` joined into one text (an ES module or a stylesheet)."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
+
+
+def check_options(drawer: str, max_rate: float) -> None:
+    """Refuse a drawer or an update rate no panel can use.
+
+    Raises:
+        ValueError: with the values that would work.
+    """
+    if drawer not in DRAWERS:
+        raise ValueError(f"drawer={drawer!r}: use one of {', '.join(DRAWERS)}")
+    if max_rate <= 0:
+        raise ValueError(f"max_rate={max_rate!r}: updates per second must be positive")
+
+
+class LiveView(anywidget.AnyWidget):
+    """The shared half of a live panel; subclasses show something particular.
+
+    A subclass calls :meth:`_start_relay` at the end of its ``__init__`` and provides
+    :meth:`_refresh` (relay thread: read what changed, send it), :meth:`_replay` (relay
+    thread: everything one new browser view needs), :meth:`_relay_failed`,
+    :meth:`_static_bundle` and, if it listens to anything, :meth:`_detach`.
+    """
+
+    _relay: Relay
+
+    def _start_relay(self, *, max_rate: float, poll_interval: float, name: str) -> None:
+        self._views: set[str] = set()  # browser views open (kernel thread)
+        self.messages_sent = 0
+        """Custom messages sent to the browser (for tests and benchmarks)."""
+        self._relay = Relay(
+            self._refresh,
+            self._relay_failed,
+            min_interval=1.0 / max_rate,
+            poll_interval=poll_interval,
+            name=name,
+        )
+
+    # -- what subclasses provide ---------------------------------------------------------
+
+    def _refresh(self) -> None:
+        raise NotImplementedError
+
+    def _replay(self, view_id: str) -> None:
+        raise NotImplementedError
+
+    def _relay_failed(self, exc: BaseException) -> None:
+        raise NotImplementedError
+
+    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _detach(self) -> None:
+        """Forget the listeners the panel registered (:meth:`close`; may run twice)."""
+
+    # -- display -------------------------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        show: Callable[..., None] = display  # untyped in IPython
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle
+            show(data, metadata=metadata, raw=True)
+        # The sibling a reader without a kernel sees (agentnb.widgets._snapshot).
+        show(self._static_bundle(f"st{self.model_id[:8]}-"), raw=True)
+
+    def close(self) -> None:
+        """Stop relaying and polling, forget listeners, close the widget."""
+        # Also called by Widget.__del__, possibly on a view whose __init__ failed half-way:
+        # _detach() then finds nothing to forget.
+        self._detach()
+        relay = getattr(self, "_relay", None)
+        if relay is not None:
+            relay.stop()
+        super().close()
+
+    @property
+    def refreshes(self) -> int:
+        """Updates sent to the browser so far (the coalesced rate, for benchmarks)."""
+        return self._relay.refreshes
+
+    # -- sending (relay thread) ----------------------------------------------------------
+
+    def _post(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
+        self.messages_sent += 1
+        self.send(content, buffers=buffers)
+
+    def _post_rows(self, view_id: str, kind: str, rows: list[dict[str, Any]]) -> None:
+        """Replay a whole log to one view, in chunks; the first chunk resets the view's log."""
+        chunks = [rows[i : i + REPLAY_CHUNK] for i in range(0, len(rows), REPLAY_CHUNK)] or [[]]
+        for i, chunk in enumerate(chunks):
+            self._post({"kind": kind, "view": view_id, kind: chunk, "reset": i == 0})
+
+    def _send_viz_js(self) -> None:
+        self._post({"kind": "viz_js"}, buffers=[viz_js_bytes()])
+
+    # -- from the browser (the kernel's thread) ------------------------------------------
+
+    def _page_msg(self, kind: object, view_id: str) -> bool:
+        """Handle a message every panel understands; False if ``kind`` is not one."""
+        if kind == "hello":
+            self._views.add(view_id)
+            self._relay.polling = True
+            self._relay.submit(lambda: self._replay(view_id))
+        elif kind == "bye":
+            self._views.discard(view_id)
+            self._relay.polling = bool(self._views)
+        elif kind == "viz_js":
+            self._relay.submit(self._send_viz_js)
+        else:
+            return False
+        return True
