@@ -30,6 +30,21 @@ function button(label, className, title) {
   return b;
 }
 
+// The panel's header — title, status badge, where it stands — and its alert and notice
+// lines, with class names under the panel's prefix (``rv`` or ``mv``).
+function panelHeader(ns, badgeClass) {
+  const head = h("div", `${ns}-head`);
+  const title = h("span", `${ns}-title`);
+  const badge = h("span", `${ns}-${badgeClass}`);
+  const where = h("span", `${ns}-where`);
+  head.append(title, badge, where);
+  const errorBox = h("div", `${ns}-error`);
+  errorBox.setAttribute("role", "alert");
+  const noticeBox = h("div", `${ns}-notice`);
+  noticeBox.setAttribute("aria-live", "polite");
+  return { head, title, badge, where, errorBox, noticeBox };
+}
+
 function clock(at) {
   if (typeof at !== "number") return "";
   const d = new Date(at * 1000);

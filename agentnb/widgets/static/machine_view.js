@@ -14,15 +14,7 @@ function render({ model, el }) {
   el.append(root);
 
   // header, messages, reload
-  const head = h("div", "mv-head");
-  const title = h("span", "mv-title");
-  const badge = h("span", "mv-state");
-  const where = h("span", "mv-where");
-  head.append(title, badge, where);
-  const errorBox = h("div", "mv-error");
-  errorBox.setAttribute("role", "alert");
-  const noticeBox = h("div", "mv-notice");
-  noticeBox.setAttribute("aria-live", "polite");
+  const { head, title, badge, where, errorBox, noticeBox } = panelHeader("mv", "state");
   const reloadBox = h("div", "mv-reload");
 
   // main: drawing | events + context

@@ -16,15 +16,7 @@ function render({ model, el }) {
   el.append(root);
 
   // header
-  const head = h("div", "rv-head");
-  const title = h("span", "rv-title");
-  const badge = h("span", "rv-status");
-  const where = h("span", "rv-where");
-  head.append(title, badge, where);
-  const errorBox = h("div", "rv-error");
-  errorBox.setAttribute("role", "alert");
-  const noticeBox = h("div", "rv-notice");
-  noticeBox.setAttribute("aria-live", "polite");
+  const { head, title, badge, where, errorBox, noticeBox } = panelHeader("rv", "status");
 
   // toolbar
   const bar = h("div", "rv-toolbar");
