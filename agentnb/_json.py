@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from agentnb.errors import InvalidState
 
-__all__ = ["check", "dumps", "loads"]
+__all__ = ["check", "dumps", "json_path", "loads"]
 
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decoder = json.JSONDecoder()
 
@@ -66,3 +69,16 @@ def _find_problem(value: Any, path: str, *, keys_only: bool = False) -> Any:
     if keys_only:
         return None
     return path, "cannot be encoded as JSON"
+
+
+def json_path(parts: Iterable[str | int]) -> str:
+    """Format a path as ``$.transitions[3].target`` (odd keys quoted: ``$["$schema"]``)."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENT.fullmatch(part):
+            out += f".{part}"
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out

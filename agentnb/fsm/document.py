@@ -21,10 +21,10 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from agentnb._json import json_path
 from agentnb.errors import MissingDependency, SchemaError, SchemaProblem
 
 __all__ = [
@@ -54,7 +54,6 @@ MAX_PROBLEMS = 100
 """Problems past this many are not listed; :data:`MORE_PROBLEMS` says so instead."""
 MORE_PROBLEMS = SchemaProblem("$", "more problems follow; they are not listed", "Fix these first")
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A JSON string runs to its closing quote or to the end of the text. The possessive ``*+``
 # never backtracks, so a hostile run of quotes and backslashes stays linear.
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
@@ -70,19 +69,6 @@ class Document:
     digest: str
     problems: tuple[SchemaProblem, ...] = ()
     """Problems found while reading that left the data readable."""
-
-
-def json_path(parts: Iterable[str | int]) -> str:
-    """Format a path as ``$.transitions[3].target`` (odd keys quoted: ``$["$schema"]``)."""
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _IDENT.fullmatch(part):
-            out += f".{part}"
-        else:
-            out += f"[{json.dumps(part)}]"
-    return out
 
 
 def _fail(message: str, fix: str, source: str, path: str = "$") -> SchemaError:

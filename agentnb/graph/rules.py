@@ -16,12 +16,11 @@ a graph built in code the indexes are declaration order.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from agentnb.fsm.document import json_path
+from agentnb._json import json_path
 from agentnb.graph.builder import END, RESERVED, START
 
 __all__ = ["BranchSpec", "EdgeSpec", "Finding", "Form", "InterruptSpec", "check_graph", "suggest"]
@@ -52,6 +51,8 @@ class Finding:
 
 def suggest(name: str, known: Collection[str], what: str = "nodes") -> str:
     """``"Did you mean 'x'? Known nodes: ..."``: the fix for a name that is not known."""
+    import difflib  # only when a name is wrong: no import cost for valid graphs
+
     names = sorted(known)
     # difflib is quadratic-ish per call; on a huge graph the listing is hint enough.
     close = difflib.get_close_matches(name, names, n=1) if len(names) <= 100 else []
