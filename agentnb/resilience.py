@@ -217,8 +217,12 @@ async def guarded_call(
     name: str,
     report: Report,
     what: str = "node",
+    failed: Exception | None = None,
 ) -> Any:
     """Call ``fn(*make_args())`` under a timeout, a retry policy and a circuit breaker.
+
+    ``failed`` says the first attempt was already made (by a caller's fast path) and
+    raised it: the policy takes over from the first retry.
 
     Used for workflow nodes and for state-machine actions alike. Each attempt gets fresh
     arguments; ``report`` hears of every ``retry``, ``timeout`` and ``breaker_open``.
@@ -228,7 +232,7 @@ async def guarded_call(
         NodeTimeout: the last attempt ran past ``timeout``.
         Exception: whatever the last attempt raised.
     """
-    import asyncio
+    import asyncio  # here, not at the top: `import agentnb` stays free of asyncio
 
     from agentnb.errors import NodeTimeout
 
@@ -264,19 +268,25 @@ async def guarded_call(
             breaker.success()
         return result
 
-    number = 1
+    plain = breaker is None and timeout is None  # retry only: no wrapper per attempt
+    number, error = 1, failed
     while True:
-        try:
-            return await attempt()
-        except Exception as error:
-            if retry is None or number >= retry.attempts or not retry.retries(error):
-                raise
-            wait = retry.wait(number)
-            payload = {
-                "attempt": number,
-                "error": {"type": type(error).__name__, "message": str(error)},
-                "wait": round(wait, 4),
-            }
-            report("retry", payload)
-            await asyncio.sleep(wait)
-            number += 1
+        if error is None:
+            try:
+                if plain:
+                    result = fn(*make_args())
+                    return await result if inspect.isawaitable(result) else result
+                return await attempt()
+            except Exception as exc:
+                error = exc
+        if retry is None or number >= retry.attempts or not retry.retries(error):
+            raise error
+        wait = retry.wait(number)
+        payload = {
+            "attempt": number,
+            "error": {"type": type(error).__name__, "message": str(error)},
+            "wait": round(wait, 4),
+        }
+        report("retry", payload)
+        await asyncio.sleep(wait)
+        number, error = number + 1, None

@@ -205,8 +205,17 @@ class Driver:
         spec = self.workflow.nodes[node]
         ctx = NodeContext(self.run, node, step, self._sink(node, step)) if spec.takes_ctx else None
         try:
-            if spec.guarded:
+            if spec.guarded and (spec.timeout is not None or spec.breaker is not None):
                 result = await self._guarded(spec, node, step, state_json, ctx)
+            elif spec.guarded:
+                # Retry only: the first attempt is a plain call; the policy takes over if it
+                # fails (most calls succeed, and this keeps a retry wrapper nearly free).
+                try:
+                    result = spec.fn(loads(state_json), ctx) if ctx else spec.fn(loads(state_json))
+                    if inspect.isawaitable(result):
+                        result = await result
+                except Exception as first:
+                    result = await self._guarded(spec, node, step, state_json, ctx, first)
             else:
                 result = spec.fn(loads(state_json), ctx) if ctx else spec.fn(loads(state_json))
                 if inspect.isawaitable(result):
@@ -241,7 +250,13 @@ class Driver:
         return record
 
     async def _guarded(
-        self, spec: NodeSpec, node: str, step: int, state_json: str, ctx: NodeContext | None
+        self,
+        spec: NodeSpec,
+        node: str,
+        step: int,
+        state_json: str,
+        ctx: NodeContext | None,
+        failed: Exception | None = None,
     ) -> Any:
         """Call a node under its timeout, retry policy and circuit breaker."""
 
@@ -261,6 +276,7 @@ class Driver:
             owner=self.run_id,
             name=node,
             report=report,
+            failed=failed,
         )
 
     def _advance(
