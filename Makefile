@@ -60,8 +60,11 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
 
+# The browser tests run in a pytest process of their own: Playwright's sync API drives its
+# own event loop in the main thread, which earlier tests' asyncio runners must not share.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not browser"
+	$(PY) -m pytest -m browser
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths.
 nbval: $(VENV)/.dev system-deps
