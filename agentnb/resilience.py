@@ -188,11 +188,8 @@ class CircuitBreaker:
                 self._move("open")
 
     def reset(self) -> None:
-        """Close the breaker by hand (after fixing the dependency)."""
-        with self._lock:
-            self._probing = False
-            self.failure_count = 0
-            self._move("closed")
+        """Close the breaker by hand (after fixing the dependency): as a successful call."""
+        self.success()
 
     def __repr__(self) -> str:
         return f"<CircuitBreaker {self.name!r}: {self.state}, {self.failure_count} failures>"

@@ -184,28 +184,22 @@ class Workflow(Drawable):
     ) -> AsyncIterator[Event]:
         """Decide a pending run, then (if approved) continue it; yields the events.
 
-        The decision is validated at once; it is recorded when iteration starts.
-        An approval covers the paused boundary only: later interrupts pause again.
+        The decision is validated at once and recorded when iteration starts (off the
+        event loop, see :meth:`Run.adecide`). An approval covers the paused boundary only:
+        later interrupts pause again.
         """
         check_decision(decision, approver)
-        return self._aresume(run_id, decision, approver, comment, expected_digest)
 
-    async def _aresume(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        comment: str | None,
-        expected_digest: str | None,
-    ) -> AsyncIterator[Event]:
-        run = self.attach(run_id)
-        seen = run.record.seq
-        run.decide(decision, by=approver, comment=comment, expected_digest=expected_digest)
-        for event in self.checkpointer.events(run_id, after=seen):
-            yield event
-        if decision == "approved":
-            async for event in run.astream():
+        async def decide_then_follow() -> AsyncIterator[Event]:
+            run = self.attach(run_id)
+            seen = run.record.seq
+            await run.adecide(
+                decision, by=approver, comment=comment, expected_digest=expected_digest
+            )
+            async for event in _follow(run, self.checkpointer.events(run_id, after=seen)):
                 yield event
+
+        return decide_then_follow()
 
     def resume(
         self,
@@ -221,16 +215,7 @@ class Workflow(Drawable):
         run = self.attach(run_id)
         seen = run.record.seq
         run.decide(decision, by=approver, comment=comment, expected_digest=expected_digest)
-        decided = self.checkpointer.events(run_id, after=seen)
-
-        async def follow() -> AsyncIterator[Event]:
-            for event in decided:
-                yield event
-            if decision == "approved":
-                async for event in run.astream():
-                    yield event
-
-        return iterate_sync(follow())
+        return iterate_sync(_follow(run, self.checkpointer.events(run_id, after=seen)))
 
     def invoke(self, state: Mapping[str, Any] | None = None) -> Run:
         """Start a run and drive it until it pauses or ends; returns the run."""
@@ -241,6 +226,15 @@ class Workflow(Drawable):
         run = self.start(state)
         await run.arun()
         return run
+
+
+async def _follow(run: Run, decided: list[Event]) -> AsyncIterator[Event]:
+    """The decision's events, then — if it approved — the run continued to its next pause."""
+    for event in decided:
+        yield event
+    if run.record.status == Status.APPROVED:
+        async for event in run.astream():
+            yield event
 
 
 def _validate(graph: StateGraph) -> str:
