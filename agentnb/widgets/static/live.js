@@ -45,6 +45,14 @@ function panelHeader(ns, badgeClass) {
   return { head, title, badge, where, errorBox, noticeBox };
 }
 
+// The panel's alert (an error) and notice lines: shown as text, hidden when empty.
+function showMessages(errorBox, noticeBox, error, notice) {
+  errorBox.textContent = error || "";
+  errorBox.hidden = !error;
+  noticeBox.textContent = notice || "";
+  noticeBox.hidden = !notice;
+}
+
 function clock(at) {
   if (typeof at !== "number") return "";
   const d = new Date(at * 1000);

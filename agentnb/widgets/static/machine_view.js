@@ -158,11 +158,7 @@ function render({ model, el }) {
   }
 
   function updateError() {
-    const text = model.get("error") || localError;
-    errorBox.textContent = text;
-    errorBox.hidden = !text;
-    noticeBox.textContent = model.get("notice");
-    noticeBox.hidden = !model.get("notice");
+    showMessages(errorBox, noticeBox, model.get("error") || localError, model.get("notice"));
   }
 
   function updateReload() {
