@@ -1,0 +1,147 @@
+"""Long-run benchmark: does a step cost the same at step 2,000 as at step 1?
+
+An agent loop's ``messages`` grows by one entry per step. This runs the workload of issue
+#13 — one node that reads a counter and appends one 200-byte message, 2,000 steps, each
+driven by ``run.step()`` on a ``SqliteCheckpointer`` — and prints, measured in this run:
+
+* the database size after the run (checkpoints, events and all);
+* µs per step over the first 100 and the last 100 steps, and their ratio (goal ≤ 1.3×);
+* the whole run, and ``history()`` of the finished run;
+* the same workload on LangGraph + SqliteSaver with ``durability="sync"`` when the bench
+  extra is installed (goal: agentnb's whole run ≤ 0.2× LangGraph's).
+
+Usage: ``python bench/bench_longrun.py [--steps N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentnb import END, SqliteCheckpointer, StateGraph
+
+MESSAGE = "x" * 200
+WINDOW = 100
+
+
+def size_of(path: Path) -> int:
+    """Bytes of the database and its WAL/SHM files."""
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def agentnb_run(folder: Path, steps: int) -> dict[str, Any]:
+    path = folder / "agentnb.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        g = StateGraph("loop")
+        g.add_node("agent", lambda s: {"count": s["count"] + 1, "messages": [MESSAGE]})
+        g.set_entry_point("agent")
+        g.add_conditional_edge(
+            "agent", lambda s: "agent" if s["count"] < steps else END, ["agent", END]
+        )
+        run = g.compile(store, max_steps=steps + 1).start({"count": 0, "messages": []})
+        times = []
+        begin = time.perf_counter()
+        while run.status == "running":
+            t = time.perf_counter()
+            run.step()
+            times.append(time.perf_counter() - t)
+        whole = time.perf_counter() - begin
+        assert run.status == "completed", run.status
+        assert len(run.state["messages"]) == steps
+        t = time.perf_counter()
+        history = run.history()
+        history_s = time.perf_counter() - t
+        assert len(history) >= steps
+    with sqlite3.connect(path) as db:  # fold the WAL in so the size is the data's
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {
+        "first": sum(times[:WINDOW]) / WINDOW * 1e6,
+        "last": sum(times[-WINDOW:]) / WINDOW * 1e6,
+        "whole": whole,
+        "history": history_s,
+        "bytes": size_of(path),
+    }
+
+
+def langgraph_run(folder: Path, steps: int) -> dict[str, Any] | None:
+    try:
+        import operator
+        from typing import Annotated, TypedDict
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.graph import END as LG_END
+        from langgraph.graph import StateGraph as LGStateGraph
+    except ImportError:
+        return None
+
+    # The functional form: annotations evaluated now, not as strings (future import).
+    loop_state = TypedDict(  # type: ignore[misc]  # noqa: UP013
+        "loop_state", {"count": int, "messages": Annotated[list[str], operator.add]}
+    )
+
+    path = folder / "langgraph.sqlite3"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    g = LGStateGraph(loop_state)
+    g.add_node("agent", lambda s: {"count": s["count"] + 1, "messages": [MESSAGE]})
+    g.set_entry_point("agent")
+    g.add_conditional_edges("agent", lambda s: "agent" if s["count"] < steps else LG_END)
+    config = {"configurable": {"thread_id": "loop"}, "recursion_limit": steps + 10}
+    times = []
+    begin = time.perf_counter()
+    # One step per call, as run.step() does: interrupt after every node, then resume.
+    app = g.compile(checkpointer=saver, interrupt_after=["agent"])
+    app.invoke({"count": 0, "messages": []}, config, durability="sync")
+    while app.get_state(config).next:
+        t = time.perf_counter()
+        app.invoke(None, config, durability="sync")
+        times.append(time.perf_counter() - t)
+    whole = time.perf_counter() - begin
+    assert app.get_state(config).values["count"] == steps
+    conn.close()
+    return {
+        "first": sum(times[:WINDOW]) / WINDOW * 1e6,
+        "last": sum(times[-WINDOW:]) / WINDOW * 1e6,
+        "whole": whole,
+        "history": None,
+        "bytes": size_of(path),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = agentnb_run(Path(tmp), args.steps)
+        theirs = langgraph_run(Path(tmp), args.steps)
+    print(f"{args.steps} steps, one 200-byte message appended per step, run.step() each")
+    print(f"{'':28}{'agentnb':>14}{'LangGraph':>14}")
+
+    def row(label: str, key: str, fmt: str) -> None:
+        other = "-" if theirs is None or theirs[key] is None else format(theirs[key], fmt)
+        print(f"{label:28}{format(ours[key], fmt):>14}{other:>14}")
+
+    row("µs/step, first 100", "first", ".0f")
+    row("µs/step, last 100", "last", ".0f")
+    print(f"{'  growth last/first':28}{ours['last'] / ours['first']:>13.2f}x", end="")
+    print(f"{theirs['last'] / theirs['first']:>13.2f}x" if theirs else f"{'-':>14}")
+    row("whole run, s", "whole", ".2f")
+    row("history(), s", "history", ".3f")
+    print(f"{'database, MiB':28}{ours['bytes'] / 2**20:>14.2f}", end="")
+    print(f"{theirs['bytes'] / 2**20:>14.2f}" if theirs else f"{'-':>14}")
+    if theirs:
+        print(f"whole run vs LangGraph: {ours['whole'] / theirs['whole']:.2f}x (goal ≤ 0.2x)")
+    print(f"step growth: {ours['last'] / ours['first']:.2f}x (goal ≤ 1.3x)")
+    print(f"database: {ours['bytes'] / 2**20:.2f} MiB (goal ≤ 3 MiB)")
+
+
+if __name__ == "__main__":
+    main()
