@@ -41,6 +41,17 @@ class Drawable:
 
         return draw(self, path, **options)
 
+    def to_mermaid(self, **options: Any) -> str:
+        """The diagram as Mermaid flowchart text, for a Markdown cell or a README.
+
+        Wrap it in a fenced ``mermaid`` block; JupyterLab 4.1+ and GitHub render it.
+        Options: ``direction="TB"``, ``title=...``.
+        """
+        from agentnb.render.extract import diagram_for
+        from agentnb.render.mermaid import to_mermaid
+
+        return to_mermaid(diagram_for(self, **options))
+
 
 class HasTimeline:
     """``timeline()``: a run's node executions over time, as a Gantt-style SVG."""
