@@ -23,6 +23,7 @@ from agentnb.errors import (
     AgentnbError,
     ApprovalNotPending,
     BreakerOpen,
+    ConflictingUpdate,
     DefinitionError,
     IncompatibleWorkflow,
     InvalidDecision,
@@ -37,6 +38,7 @@ from agentnb.errors import (
     StepBudgetExhausted,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
+from agentnb.graph.superstep import Send
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store import (
     Checkpoint,
@@ -61,6 +63,7 @@ __all__ = [
     "Checkpoint",
     "Checkpointer",
     "CircuitBreaker",
+    "ConflictingUpdate",
     "Decision",
     "DefinitionError",
     "Event",
@@ -79,6 +82,7 @@ __all__ = [
     "RunBusy",
     "RunNotFound",
     "RunRecord",
+    "Send",
     "SqliteCheckpointer",
     "StaleApproval",
     "StateGraph",

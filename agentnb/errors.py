@@ -14,6 +14,7 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── RunError                   something happened to a run
     │   ├── NodeFailed             a node raised; ``__cause__`` is the original exception
     │   ├── RoutingError           a router failed or returned an undeclared target
+    │   ├── ConflictingUpdate      two tasks of one superstep wrote a key that has no reducer
     │   ├── StepBudgetExhausted    the run hit ``max_steps``
     │   ├── NodeTimeout            a node ran past its ``timeout`` (the cause of NodeFailed)
     │   ├── BreakerOpen            a circuit breaker refused the call (its dependency is down)
@@ -43,6 +44,7 @@ __all__ = [
     "AgentnbError",
     "ApprovalNotPending",
     "BreakerOpen",
+    "ConflictingUpdate",
     "DecisionError",
     "DefinitionError",
     "IncompatibleMachine",
@@ -255,6 +257,25 @@ class RoutingError(RunError):
     def __init__(self, run_id: str, node: str, message: str) -> None:
         self.node = node
         super().__init__(f"routing after {node!r} in run {run_id!r}: {message}", run_id=run_id)
+
+
+class ConflictingUpdate(RunError):
+    """Two tasks of one superstep wrote the same key, and the key has no reducer.
+
+    Nothing of that superstep is saved: the run fails with its last checkpoint intact.
+    """
+
+    def __init__(self, run_id: str, key: str, tasks: tuple[str, str], step: int) -> None:
+        self.key = key
+        self.tasks = tasks
+        self.step = step
+        first, second = tasks
+        super().__init__(
+            f"conflicting update in run {run_id!r}: {first!r} and {second!r} both wrote "
+            f"{key!r} in superstep {step}, and {key!r} has no reducer to merge them. Give it "
+            f"one (StateGraph(reducers={{{key!r}: operator.add}})) or let one branch write it.",
+            run_id=run_id,
+        )
 
 
 class StepBudgetExhausted(RunError):

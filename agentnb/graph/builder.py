@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
     from agentnb.store.base import Checkpointer
 
-__all__ = ["END", "START", "Branch", "NodeSpec", "StateGraph"]
+__all__ = ["END", "START", "Branch", "Join", "NodeSpec", "StateGraph"]
 
 START = "START"
 """Pseudo-node before the entry point: ``add_edge(START, "plan")`` sets the entry point."""
@@ -30,7 +30,8 @@ END = "END"
 RESERVED = frozenset({START, END, "__start__", "__end__"})
 
 NodeFn = Callable[..., Any]
-Router = Callable[[dict[str, Any]], str]
+Router = Callable[[dict[str, Any]], Any]
+"""``router(state)`` returns an outcome, a :class:`~agentnb.Send`, or a list of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,14 @@ class Branch:
     def labelled(self) -> bool:
         """True when outcomes differ from node names (the edge is labelled in diagrams)."""
         return any(outcome != node for outcome, node in self.targets.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """``add_edge([a, b], c)``: ``target`` runs once, after every one of ``sources`` ran."""
+
+    sources: tuple[str, ...]
+    target: str
 
 
 def _check_name(name: object, what: str) -> str:
@@ -145,7 +154,9 @@ class StateGraph(Drawable):
         self.max_steps = max_steps
         self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **(reducers or {})}
         self.nodes: dict[str, NodeSpec] = {}
-        self.edges: dict[str, str] = {}
+        self.edges: dict[str, list[str]] = {}
+        """Plain edges: each source's targets, in declaration order (several fan out)."""
+        self.joins: list[Join] = []
         self.branches: dict[str, Branch] = {}
         self.entry: str | None = None
         self.interrupts_before: set[str] = set()
@@ -216,17 +227,33 @@ class StateGraph(Drawable):
         self.entry = name
         return self
 
-    def add_edge(self, source: str, target: str) -> Self:
-        """After ``source`` runs, go to ``target`` (a node or ``END``)."""
+    def add_edge(self, source: str | Sequence[str], target: str) -> Self:
+        """After ``source`` runs, go to ``target`` (a node or ``END``).
+
+        Several edges from one node fan out: all their targets run in the next superstep,
+        concurrently. A list of sources is a join: ``add_edge(["b", "c"], "d")`` runs ``d``
+        once, after both ``b`` and ``c`` have run.
+        """
         if source == START:
             return self.set_entry_point(target)
-        if source in self.edges and self.edges[source] != target:
+        if not isinstance(source, str):
+            if isinstance(source, Sequence) and all(isinstance(s, str) for s in source):
+                sources = tuple(dict.fromkeys(source))
+                if len(sources) == 1:
+                    return self.add_edge(sources[0], target)
+                if sources:
+                    join = Join(sources, target)
+                    if join not in self.joins:
+                        self.joins.append(join)
+                    return self
             raise DefinitionError(
-                f"node {source!r} already has an edge to {self.edges[source]!r}",
-                culprit=source,
-                fix="A node has one plain edge; use add_conditional_edge() to branch.",
+                f"the source of an edge must be a node name or a list of them, not {source!r}",
+                culprit=repr(source),
+                fix='Write add_edge("a", "b"), or add_edge(["a", "b"], "c") for a join.',
             )
-        self.edges[source] = target
+        targets = self.edges.setdefault(source, [])
+        if target not in targets:
+            targets.append(target)
         return self
 
     def add_conditional_edge(
@@ -283,16 +310,26 @@ class StateGraph(Drawable):
         *,
         max_steps: int | None = None,
         lease_seconds: float = 30.0,
+        max_concurrency: int = 16,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
         Args:
             checkpointer: where runs are saved; an in-memory store when omitted.
-            max_steps: the most nodes one run may execute; past it the run fails. The
+            max_steps: the most supersteps one run may execute (in a linear workflow, one
+                node each); past it the run fails. The
                 graph's own ``max_steps`` (25 unless set) when omitted.
             lease_seconds: how long a worker's claim on a run lasts without a write.
+            max_concurrency: how many tasks of one superstep run at once (async nodes on
+                the event loop, sync nodes in a thread pool of this size).
         """
         from agentnb.graph.workflow import Workflow
 
         steps = self.max_steps if max_steps is None else max_steps
-        return Workflow(self, checkpointer, max_steps=steps, lease_seconds=lease_seconds)
+        return Workflow(
+            self,
+            checkpointer,
+            max_steps=steps,
+            lease_seconds=lease_seconds,
+            max_concurrency=max_concurrency,
+        )

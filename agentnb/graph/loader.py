@@ -263,14 +263,16 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
         list(enumerate(data.get(key, []) if sound(broken, key) else []))
         for key in ("interrupt_before", "interrupt_after")
     )
+    edges = list(items(data, "edges", broken))
     findings = check_graph(
         [spec["name"] for _, spec in nodes(data)],
         data["entry"],
-        [(i, e["source"], e["target"]) for i, e in items(data, "edges", broken)],
+        [(i, e["source"], e["target"]) for i, e in edges if isinstance(e["source"], str)],
         [(k, b["source"], b["targets"]) for k, b in items(data, "conditional_edges", broken)],
         before,
         after,
         complete=not (problems or broken),
+        joins=[(i, e["source"], e["target"]) for i, e in edges if isinstance(e["source"], list)],
     )
     for f in findings:
         # A node given as a bare string is its own name: $.nodes[1], not $.nodes[1].name.

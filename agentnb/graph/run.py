@@ -25,6 +25,7 @@ from agentnb.errors import (
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
+from agentnb.graph.superstep import Frontier, plan
 from agentnb.store.base import CheckpointWrite, new_owner
 from agentnb.store.records import (
     Checkpoint,
@@ -37,7 +38,9 @@ from agentnb.store.records import (
 )
 
 if TYPE_CHECKING:
+    from agentnb.graph.driver import Position
     from agentnb.graph.workflow import Workflow
+    from agentnb.store.base import Checkpointer
 
 __all__ = ["NodeContext", "Run", "StepResult"]
 
@@ -49,23 +52,32 @@ class NodeContext:
 
     Attributes:
         run_id: the run's id.
-        step: how many nodes ran before this one (0 for the first).
+        step: how many supersteps ran before this one (0 for the first).
         node: this node's name.
-        idempotency_key: stable for this run, step and node — the same when the step is
-            re-executed after a crash — so a payment API can de-duplicate the call.
+        task_id: this task's id in its superstep: the node's name, or ``node[i]`` for the
+            i-th :class:`~agentnb.Send` to it.
+        idempotency_key: stable for this run, superstep and task — the same when the task
+            is re-executed after a crash — so a payment API can de-duplicate the call.
     """
 
-    __slots__ = ("_run", "_sink", "idempotency_key", "node", "run_id", "step")
+    __slots__ = ("_sink", "_store", "idempotency_key", "node", "run_id", "step", "task_id")
 
     def __init__(
-        self, run: Run, node: str, step: int, sink: Callable[[str, dict[str, Any]], None]
+        self,
+        store: Checkpointer,
+        run_id: str,
+        node: str,
+        step: int,
+        sink: Callable[[str, dict[str, Any]], None],
+        task_id: str | None = None,
     ) -> None:
-        self._run = run
-        self._sink = sink  # records an event with the step in flight
-        self.run_id = run.run_id
+        self._store = store
+        self._sink = sink  # records an event with the task in flight
+        self.run_id = run_id
         self.node = node
         self.step = step
-        self.idempotency_key = f"{run.run_id}:{step}:{node}"
+        self.task_id = task_id or node
+        self.idempotency_key = f"{run_id}:{step}:{self.task_id}"
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run the side effect ``fn()`` at most once for this step; return its result.
@@ -101,7 +113,7 @@ class NodeContext:
         if not isinstance(name, str) or not name:
             raise AgentnbError(f"ctx.once({name!r}, ...): name the side effect with a string")
         key = f"{self.idempotency_key}:{name}"
-        stored = self._run.workflow.checkpointer.recorded_effect(key)
+        stored = self._store.recorded_effect(key)
         if stored is None:
             return key, None
         self._sink(EventType.EFFECT_REPLAYED, {"name": name, "key": key})
@@ -109,7 +121,7 @@ class NodeContext:
 
     def _record(self, key: str, name: str, result: Any) -> Any:
         text = dumps(result, root=f"ctx.once({name!r}) result")
-        stored = self._run.workflow.checkpointer.record_effect(
+        stored = self._store.record_effect(
             key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
         )
         self._sink(EventType.EFFECT, {"name": name, "key": key})
@@ -133,12 +145,19 @@ class StepResult:
 
     run_id: str
     node: str | None
-    """The node that executed, or ``None`` when nothing could (pending, finished, ...)."""
+    """The (first) node that executed, or ``None`` when nothing could (pending, ...)."""
     delta: dict[str, Any] | None
+    """What that node returned, when it was the only task; else see ``tasks``."""
     status: Status
     next: str
-    """The node that runs next (``END`` when finished)."""
+    """The (first) node that runs next (``END`` when finished)."""
     events: list[Event] = field(repr=False)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every task this superstep ran, ``task id -> delta``, in merge order (a task id is
+    the node's name, or ``node[i]`` for the i-th Send to it)."""
+    recovered: tuple[str, ...] = ()
+    """Tasks of this superstep that had finished before a crash: their saved results were
+    merged and they did not run again."""
 
     def __str__(self) -> str:
         if self.node is None:
@@ -146,6 +165,10 @@ class StepResult:
             if self.status == Status.PENDING:
                 what += f", waiting for approval before {self.next!r}"
             return what
+        if len(self.tasks) > 1 or self.recovered:
+            ran = ", ".join(repr(t) for t in self.tasks)
+            saved = f" (saved before: {', '.join(self.recovered)})" if self.recovered else ""
+            return f"ran {ran}{saved} → {self.next!r}  [{self.status}]"
         return f"ran {self.node!r} → {self.next!r}  delta={self.delta}  [{self.status}]"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -163,6 +186,7 @@ class Run(Drawable, HasTimeline, Viewable):
         self._record = record
         self._state_json = ""
         self._state: dict[str, Any] = {}
+        self._frontier = Frontier.at(record.node)
         self._load_state(record)
 
     # -- construction ------------------------------------------------------------------
@@ -177,6 +201,7 @@ class Run(Drawable, HasTimeline, Viewable):
         node: str | None = None,
         step: int = 0,
         origin: dict[str, Any] | None = None,
+        tasks: dict[str, Any] | None = None,
     ) -> Run:
         check(state, root="state")
         state_json = dumps(state)
@@ -203,7 +228,10 @@ class Run(Drawable, HasTimeline, Viewable):
         if origin:
             payload["forked_from"] = origin
         started = Event(run_id, 1, step, EventType.RUN_STARTED, node, payload, now)
-        workflow.checkpointer.create_run(record, CheckpointWrite(step, node, state_json), [started])
+        checkpoint = CheckpointWrite(
+            step, node, state_json, None if tasks is None else dumps(tasks)
+        )
+        workflow.checkpointer.create_run(record, checkpoint, [started])
         if workflow.listeners:
             workflow._notify([started])
         return cls(workflow, record)
@@ -240,6 +268,7 @@ class Run(Drawable, HasTimeline, Viewable):
             node=checkpoint.node,
             step=checkpoint.step,
             origin=origin,
+            tasks=checkpoint.tasks,
         )
 
     @classmethod
@@ -252,7 +281,14 @@ class Run(Drawable, HasTimeline, Viewable):
         cp = self._store.checkpoint(record.run_id)
         self._state = cp.state
         self._state_json = dumps(cp.state)
+        self._frontier = Frontier.at(cp.node, cp.tasks)
         self._record = record
+
+    def _adopt(self, position: Position) -> None:
+        """Take over where a driver left the run."""
+        self._record = position.record
+        self._state, self._state_json = position.state, position.state_json
+        self._frontier = position.frontier
 
     def _sync(self, record: RunRecord) -> None:
         """Adopt ``record``; reload the state only if another worker moved the run."""
@@ -280,8 +316,15 @@ class Run(Drawable, HasTimeline, Viewable):
 
     @property
     def steps(self) -> int:
-        """How many nodes have executed (of ``record.max_steps``)."""
+        """How many supersteps have executed (of ``record.max_steps``); in a linear
+        workflow, how many nodes."""
         return self.record.step
+
+    @property
+    def tasks(self) -> list[str]:
+        """The ids of the tasks the next superstep runs, in merge order."""
+        self._sync(self._store.get_run(self.run_id))
+        return [t.id for t in plan(self.workflow, self._frontier)]
 
     @property
     def state(self) -> dict[str, Any]:
@@ -389,18 +432,35 @@ class Run(Drawable, HasTimeline, Viewable):
     # -- driving -------------------------------------------------------------------------
 
     async def astep(self) -> StepResult:
-        """Execute exactly one node, or stop at an interrupt; return what happened."""
-        events = [e async for e in self._drive(max_nodes=1)]
+        """Execute one superstep (one node, in a linear workflow), or stop at an interrupt."""
+        from agentnb.graph.driver import Driver
+
+        driver = Driver(self.workflow, self.owner, self._position())
+        try:
+            events = [e async for e in driver.drive(1)]
+        finally:
+            self._adopt(driver.position)
         started = [e for e in events if e.type == EventType.NODE_START]
-        updates = [e for e in events if e.type == EventType.STATE_UPDATE]
         record = self._record
+        ran = driver.ran
+        first = started[0].node if started else None
+        if first is None and driver.recovered:
+            first = next((e.node for e in events if e.type == EventType.STATE_UPDATE), None)
+        tasks: dict[str, dict[str, Any]] = {}
+        for e in events:
+            if e.type == EventType.STATE_UPDATE:
+                task = str(e.payload.get("task", e.node))
+                if task in ran:
+                    tasks[task] = e.payload["delta"]
         return StepResult(
             run_id=self.run_id,
-            node=started[0].node if started else None,
-            delta=updates[0].payload["delta"] if updates else None,
+            node=first,
+            delta=next(iter(tasks.values())) if len(tasks) == 1 else None,
             status=record.status,
             next=record.node,
             events=events,
+            tasks=tasks,
+            recovered=tuple(driver.recovered),
         )
 
     def step(self) -> StepResult:
@@ -428,9 +488,17 @@ class Run(Drawable, HasTimeline, Viewable):
     async def _drive(self, max_nodes: int | None) -> AsyncIterator[Event]:
         from agentnb.graph.driver import Driver
 
-        driver = Driver(self)
-        async for event in driver.drive(max_nodes):
-            yield event
+        driver = Driver(self.workflow, self.owner, self._position())
+        try:
+            async for event in driver.drive(max_nodes):
+                yield event
+        finally:
+            self._adopt(driver.position)
+
+    def _position(self) -> Position:
+        from agentnb.graph.driver import Position
+
+        return Position(self._record, self._state, self._state_json, self._frontier)
 
 
 def _check_compatible(workflow: Workflow, record: RunRecord) -> None:

@@ -15,13 +15,15 @@ from agentnb._aio import iterate_sync, run_sync
 from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb.errors import DefinitionError, RoutingError
-from agentnb.graph.builder import END, Branch, NodeSpec, StateGraph
+from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer
 from agentnb.store.base import Checkpointer, check_decision
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from agentnb.graph.run import Run
 
 __all__ = ["Workflow"]
@@ -37,6 +39,7 @@ class Workflow(Drawable):
         *,
         max_steps: int,
         lease_seconds: float,
+        max_concurrency: int = 16,
     ) -> None:
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise DefinitionError(
@@ -44,20 +47,45 @@ class Workflow(Drawable):
                 culprit="max_steps",
                 fix="Pass the most nodes one run may execute, e.g. max_steps=25.",
             )
+        if (
+            not isinstance(max_concurrency, int)
+            or isinstance(max_concurrency, bool)
+            or max_concurrency < 1
+        ):
+            raise DefinitionError(
+                f"max_concurrency must be a positive int, not {max_concurrency!r}",
+                culprit="max_concurrency",
+                fix="Pass how many tasks of one superstep may run at once, e.g. 8.",
+            )
         if lease_seconds <= 0:
             raise DefinitionError(
                 f"lease_seconds must be positive, not {lease_seconds!r}", culprit="lease_seconds"
             )
         self.name = graph.name
         self.nodes: Mapping[str, NodeSpec] = dict(graph.nodes)
-        self.edges: Mapping[str, str] = dict(graph.edges)
+        self.edges: Mapping[str, tuple[str, ...]] = {s: tuple(t) for s, t in graph.edges.items()}
+        self.joins: tuple[Join, ...] = tuple(graph.joins)
         self.branches: Mapping[str, Branch] = dict(graph.branches)
         self.interrupts_before = frozenset(graph.interrupts_before)
         self.interrupts_after = frozenset(graph.interrupts_after)
         self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
         self.max_steps = max_steps
+        self.max_concurrency = max_concurrency
         self.lease_seconds = float(lease_seconds)
         self.entry = _validate(graph)
+        self.order = {name: i for i, name in enumerate(self.nodes)}
+        """Each node's declaration index: the merge order of a superstep."""
+        in_joins = {source for join in self.joins for source in join.sources}
+        self.joined = frozenset(in_joins)
+        # The one node that follows each node whose way on needs no routing: no branch,
+        # no join, at most one plain edge. The driver's linear fast path reads it.
+        self.simple_next: Mapping[str, str] = {
+            name: (self.edges.get(name) or (END,))[0]
+            for name in self.nodes
+            if name not in self.branches
+            and name not in in_joins
+            and len(self.edges.get(name, ())) <= 1
+        }
         self.shape = _shape_digest(self)
         if checkpointer is None:
             from agentnb.store.memory import MemoryCheckpointer
@@ -65,6 +93,17 @@ class Workflow(Drawable):
             checkpointer = MemoryCheckpointer()
         self.checkpointer = checkpointer
         self.listeners: list[Callable[[Event], None]] = []
+        self._pool: Executor | None = None
+
+    def _threads(self) -> Executor:
+        """The pool sync nodes of a superstep run in (``max_concurrency`` threads)."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(
+                self.max_concurrency, thread_name_prefix=f"agentnb-{self.name}"
+            )
+        return self._pool
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener(event)`` for every event this process saves for this workflow.
@@ -100,36 +139,33 @@ class Workflow(Drawable):
     def successors(self, node: str) -> list[str]:
         """Every node (or ``END``) that can follow ``node``, in declaration order."""
         branch = self.branches.get(node)
+        found: list[str] = []
         if branch is not None:
-            return list(dict.fromkeys(branch.targets.values()))
-        return [self.edges.get(node, END)]
+            found += branch.targets.values()
+        found += self.edges.get(node, ())
+        found += [j.target for j in self.joins if node in j.sources]
+        if not found:
+            found.append(END)
+        return list(dict.fromkeys(found))
 
     def route(self, node: str, state: dict[str, Any], *, run_id: str = "?") -> str:
-        """The node that follows ``node`` when the state is ``state``.
+        """The node that follows ``node`` when the state is ``state`` (one branch only).
+
+        For fan-out, joins and :class:`~agentnb.Send`, see
+        :func:`agentnb.graph.superstep.follow`, which the runtime uses.
 
         Raises:
-            RoutingError: the router raised, or returned an outcome it did not declare.
+            RoutingError: the router raised, returned an outcome it did not declare, or
+                more than one way on.
         """
-        branch = self.branches.get(node)
-        if branch is None:
-            return self.edges.get(node, END)
-        try:
-            outcome = branch.router(state)
-        except Exception as exc:
+        from agentnb.graph.superstep import follow
+
+        triggers, sends = follow(self, node, state, run_id=run_id)
+        if len(triggers) + len(sends) != 1 or sends:
             raise RoutingError(
-                run_id, node, f"the router raised {type(exc).__name__}: {exc}"
-            ) from exc
-        target = branch.targets.get(outcome) if isinstance(outcome, str) else None
-        if target is None:
-            declared = ", ".join(repr(t) for t in branch.targets)
-            raise RoutingError(
-                run_id,
-                node,
-                f"the router returned {outcome!r}, which is not a declared target "
-                f"({declared}). Declare it in add_conditional_edge(..., targets) or fix "
-                "the router",
+                run_id, node, f"it leads to {len(triggers) + len(sends)} places, not one"
             )
-        return target
+        return triggers[0]
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -239,14 +275,16 @@ async def _follow(run: Run, decided: list[Event]) -> AsyncIterator[Event]:
 
 def _validate(graph: StateGraph) -> str:
     """Check the graph's structure (:mod:`agentnb.graph.rules`); return the entry node."""
+    edges = [(s, t) for s, targets in graph.edges.items() for t in targets]
     findings = check_graph(
         list(graph.nodes),
         graph.entry,
-        [(i, source, target) for i, (source, target) in enumerate(graph.edges.items())],
+        [(i, source, target) for i, (source, target) in enumerate(edges)],
         [(k, source, b.targets) for k, (source, b) in enumerate(graph.branches.items())],
         list(enumerate(sorted(graph.interrupts_before))),
         list(enumerate(sorted(graph.interrupts_after))),
         form="code",
+        joins=[(len(edges) + i, j.sources, j.target) for i, j in enumerate(graph.joins)],
     )
     if not findings and graph.entry is not None:
         return graph.entry
@@ -256,12 +294,15 @@ def _validate(graph: StateGraph) -> str:
 
 def _shape_digest(wf: Workflow) -> str:
     """A fingerprint of what a stored run depends on: nodes, edges, branches, interrupts."""
-    shape = {
+    edges = sorted((s, t) for s, targets in wf.edges.items() for t in targets)
+    shape: dict[str, Any] = {
         "entry": wf.entry,
         "nodes": sorted(wf.nodes),
-        "edges": sorted(wf.edges.items()),
+        "edges": edges,
         "branches": {s: sorted(b.targets.items()) for s, b in sorted(wf.branches.items())},
         "before": sorted(wf.interrupts_before),
         "after": sorted(wf.interrupts_after),
     }
+    if wf.joins:  # only when present: linear graphs keep the fingerprint of older runs
+        shape["joins"] = [[list(j.sources), j.target] for j in wf.joins]
     return hashlib.sha256(dumps(shape).encode()).hexdigest()[:16]

@@ -37,7 +37,7 @@ from agentnb.render.model import (
     NodeKind,
     Overlay,
 )
-from agentnb.store.records import Event
+from agentnb.store.records import Event, EventType
 
 __all__ = [
     "GraphLike",
@@ -136,8 +136,11 @@ def _referenced(graph: GraphLike) -> list[str]:
     names: dict[str, None] = {}
     if graph.entry is not None:
         names[graph.entry] = None
-    for source, target in graph.edges.items():
-        names.update(dict.fromkeys((source, target)))
+    for source, targets in graph.edges.items():
+        names[source] = None
+        names.update(dict.fromkeys(targets))
+    for join in graph.joins:
+        names.update(dict.fromkeys((*join.sources, join.target)))
     for source, branch in graph.branches.items():
         names[source] = None
         names.update(dict.fromkeys(branch.targets.values()))
@@ -154,13 +157,18 @@ def _edges(graph: GraphLike, defined: list[str], missing: list[str]) -> list[Edg
         branch = graph.branches.get(source)
         if branch is not None:
             edges.extend(_branch_edges(source, branch.targets))
-        plain = graph.edges.get(source)
-        if plain is not None:
+        plain = graph.edges.get(source, ())
+        for target in plain:
             # Both a plain and a conditional edge is invalid (compile refuses it), but a
             # graph being built may have both for a moment: draw them apart.
-            key = "plain" if branch is not None and plain in branch.targets.values() else ""
-            edges.append(Edge(source, plain, key=key))
-        elif branch is None and source in graph.nodes:
+            key = "plain" if branch is not None and target in branch.targets.values() else ""
+            edges.append(Edge(source, target, key=key))
+        joins = [j for j in graph.joins if source in j.sources]
+        for join in joins:
+            # A join's edges are labelled with what the target waits for: "b + c".
+            label = " + ".join(join.sources)
+            edges.append(Edge(source, join.target, label=label, key="join"))
+        if not plain and not joins and branch is None and source in graph.nodes:
             edges.append(Edge(source, END_ID, implicit=True))
     return edges
 
@@ -209,13 +217,13 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
         kind, node = event.type, event.node
         if node is not None and node not in known:
             node = None
-        if kind == "run_started":
+        if kind == EventType.RUN_STARTED:
             status = "running"
             if graph.entry is not None and not entered:
                 entered = True
                 take(START_ID, graph.entry)
                 current = graph.entry
-        elif kind == "node_start" and node is not None:
+        elif kind == EventType.NODE_START and node is not None:
             status = "running"
             if not entered:
                 entered = True
@@ -223,32 +231,36 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
                     take(START_ID, node)
             visited[node] = None
             current, pending = node, None
-        elif kind == "state_update" and node is not None:
-            nxt = event.payload.get("next")
-            if isinstance(nxt, str) and nxt in known:
-                take(node, nxt)
-                current = nxt
-        elif kind == "interrupted":
+        elif kind == EventType.STATE_UPDATE and node is not None:
+            # A fan-out lists every branch it leads to ("to"); one edge otherwise ("next").
+            leads = event.payload.get("to")
+            if not isinstance(leads, list):
+                leads = [event.payload.get("next")]
+            for nxt in leads:
+                if isinstance(nxt, str) and nxt in known:
+                    take(node, nxt)
+                    current = nxt
+        elif kind == EventType.INTERRUPTED:
             status = "pending"
             current = node if node is not None else current
             # After-interrupts name the next node; the approval is about the one that ran.
             after = event.payload.get("after")
             pending = after if isinstance(after, str) and after in known else current
-        elif kind == "approved":
+        elif kind == EventType.APPROVED:
             status, pending = "approved", None
-        elif kind == "rejected":
+        elif kind == EventType.REJECTED:
             status = "rejected"
             rejected = pending if pending is not None else node
             pending = current = None
-        elif kind == "failed":
+        elif kind == EventType.FAILED:
             status = "failed"
             failed = node if node is not None else current
             error = _error_text(event.payload.get("error"))
             pending = current = None
-        elif kind == "completed":
+        elif kind == EventType.COMPLETED:
             status, pending = "completed", None
             current = END_ID
-        elif kind == "cancelled":
+        elif kind == EventType.CANCELLED:
             status = "cancelled"
     return Overlay(
         status=status,

@@ -37,6 +37,7 @@ from agentnb.store.records import (
     Decision,
     Effect,
     Event,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -61,6 +62,8 @@ class CheckpointWrite:
     step: int
     node: str
     state_json: str
+    tasks_json: str | None = None
+    """The next superstep's frontier (JSON) when it is more than ``node``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,8 @@ class StepCommit:
     pending_digest: str | None = None
     release: bool = False
     """Give up the lease with this write (the worker stops driving the run)."""
+    settles: int | None = None
+    """The superstep whose pending writes this commit merges: they are deleted with it."""
 
 
 def check_decision(decision: str, approver: str) -> None:
@@ -197,6 +202,19 @@ class Checkpointer(ABC):
     @abstractmethod
     def release(self, run_id: str, fence: int) -> None:
         """Give up the lease if ``fence`` still holds it (a no-op otherwise)."""
+
+    # -- supersteps ----------------------------------------------------------------------
+
+    @abstractmethod
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        """Save one finished task's result if ``fence`` still owns the run; else ``LeaseLost``.
+
+        A task already saved for that run, superstep and task id keeps its first result.
+        """
+
+    @abstractmethod
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        """The saved task results of the superstep starting at checkpoint ``step``."""
 
     # -- decisions -----------------------------------------------------------------------
 

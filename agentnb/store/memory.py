@@ -39,6 +39,7 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -52,7 +53,8 @@ class MemoryCheckpointer(Checkpointer):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
-        self._checkpoints: dict[str, dict[int, tuple[str, str, float]]] = {}
+        self._checkpoints: dict[str, dict[int, tuple[str, str, float, str | None]]] = {}
+        self._writes: dict[tuple[str, int], dict[str, PendingWrite]] = {}
         self._events: dict[str, list[Event]] = {}
         self._decisions: list[Decision] = []
         self._effects: dict[str, tuple[Effect, str]] = {}
@@ -94,7 +96,12 @@ class MemoryCheckpointer(Checkpointer):
                 raise StoreError(f"a run with id {run.run_id!r} already exists; pick a new id")
             self._runs[run.run_id] = run
             self._checkpoints[run.run_id] = {
-                checkpoint.step: (checkpoint.node, checkpoint.state_json, run.created_at)
+                checkpoint.step: (
+                    checkpoint.node,
+                    checkpoint.state_json,
+                    run.created_at,
+                    checkpoint.tasks_json,
+                )
             }
             self._events[run.run_id] = list(events)
 
@@ -131,7 +138,10 @@ class MemoryCheckpointer(Checkpointer):
             now = time.time()
             if change.checkpoint is not None:
                 cp = change.checkpoint
-                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now)
+                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now, cp.tasks_json)
+            if change.settles is not None:
+                for key in [k for k in self._writes if k[0] == run_id and k[1] <= change.settles]:
+                    del self._writes[key]
             self._events[run_id].extend(change.events)
             self._runs[run_id] = dataclasses.replace(
                 run,
@@ -145,6 +155,19 @@ class MemoryCheckpointer(Checkpointer):
                 lease_owner=None if change.release else run.lease_owner,
                 lease_expires=None if change.release else now + lease_seconds,
             )
+
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            if run.fence != fence or run.lease_owner is None:
+                raise LeaseLost(run_id, fence)
+            self._writes.setdefault((run_id, write.step), {}).setdefault(write.task_id, write)
+
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        with self._lock:
+            self._get(run_id)
+            saved = list(self._writes.get((run_id, step), {}).values())
+        return sorted(saved, key=lambda w: (w.at, w.task_id))
 
     def release(self, run_id: str, fence: int) -> None:
         with self._lock:
@@ -223,14 +246,19 @@ class MemoryCheckpointer(Checkpointer):
             at_step = max(saved) if step is None else step
             if at_step not in saved:
                 raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-            node, state_json, at = saved[at_step]
-        return Checkpoint(run_id, at_step, node, loads(state_json), at)
+            node, state_json, at, tasks = saved[at_step]
+        return Checkpoint(
+            run_id, at_step, node, loads(state_json), at, loads(tasks) if tasks else None
+        )
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._lock:
             self._get(run_id)
             saved = sorted(self._checkpoints[run_id].items())
-        return [Checkpoint(run_id, s, node, loads(js), at) for s, (node, js, at) in saved]
+        return [
+            Checkpoint(run_id, s, node, loads(js), at, loads(t) if t else None)
+            for s, (node, js, at, t) in saved
+        ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         with self._lock:

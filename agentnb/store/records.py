@@ -17,6 +17,7 @@ __all__ = [
     "Effect",
     "Event",
     "EventType",
+    "PendingWrite",
     "RunRecord",
     "Status",
 ]
@@ -103,6 +104,26 @@ class Checkpoint:
     step: int
     node: str
     state: dict[str, Any]
+    at: float
+    tasks: dict[str, Any] | None = None
+    """What the next superstep runs when it is more than ``node`` (fan-out, Sends, joins
+    waiting): the frontier as JSON; ``None`` for a linear run."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """The saved result of one task of a superstep that has not been committed yet.
+
+    Saved when the task finishes, so a worker that resumes the superstep after a crash
+    runs only the tasks without one. ``step`` is the superstep's starting checkpoint.
+    """
+
+    run_id: str
+    step: int
+    task_id: str
+    node: str
+    delta: dict[str, Any]
+    events: list[Event]
     at: float
 
 

@@ -54,6 +54,7 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -64,6 +65,7 @@ from agentnb.store.sqlite_rows import run as run_row
 __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks)"
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -186,7 +188,7 @@ class SqliteCheckpointer(Checkpointer):
                     f"a run with id {run.run_id!r} already exists; pick a new id"
                 ) from None
             db.execute(
-                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id,
                     events[-1].seq,
@@ -195,6 +197,7 @@ class SqliteCheckpointer(Checkpointer):
                     checkpoint.state_json,
                     pack(events),
                     run.created_at,
+                    checkpoint.tasks_json,
                 ),
             )
 
@@ -262,6 +265,7 @@ class SqliteCheckpointer(Checkpointer):
             None if cp is None else cp.state_json,
             pack(events),
             now,
+            None if cp is None else cp.tasks_json,
         )
         with self._write() as db:
             # Fast path, the common step: the run stays running and the lease has more than
@@ -269,12 +273,14 @@ class SqliteCheckpointer(Checkpointer):
             # a read of the row.
             if change.status == Status.RUNNING and not change.release:
                 inserted = db.execute(
-                    "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
+                    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
                     "FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
                     "AND status = 'running' AND lease_expires > ?)",
                     (*entry, run_id, fence, now + lease_seconds / 2),
                 ).rowcount
                 if inserted:
+                    if change.settles is not None:
+                        self._settle(db, run_id, change.settles)
                     return
             updated = db.execute(
                 "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
@@ -293,7 +299,50 @@ class SqliteCheckpointer(Checkpointer):
             ).rowcount
             if not updated:
                 raise LeaseLost(run_id, fence)
-            db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", entry)
+            db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", entry)
+            if change.settles is not None:
+                self._settle(db, run_id, change.settles)
+
+    @staticmethod
+    def _settle(db: sqlite3.Connection, run_id: str, step: int) -> None:
+        db.execute("DELETE FROM pending_writes WHERE run_id = ? AND step <= ?", (run_id, step))
+
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        with self._write() as db:
+            inserted = db.execute(
+                "INSERT OR IGNORE INTO pending_writes SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL)",
+                (
+                    run_id,
+                    write.step,
+                    write.task_id,
+                    write.node,
+                    dumps(write.delta),
+                    pack(write.events),
+                    write.at,
+                    run_id,
+                    fence,
+                ),
+            ).rowcount
+            if (
+                not inserted
+                and not db.execute(
+                    "SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
+                    (run_id, fence),
+                ).fetchone()
+            ):
+                raise LeaseLost(run_id, fence)
+
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        rows = self._read(
+            "SELECT task_id, node, delta, events, at FROM pending_writes "
+            "WHERE run_id = ? AND step = ? ORDER BY at, task_id",
+            (run_id, step),
+        )
+        return [
+            PendingWrite(run_id, step, task, node, loads(delta), unpack(run_id, events), at)
+            for task, node, delta, events, at in rows
+        ]
 
     def release(self, run_id: str, fence: int) -> None:
         with self._write() as db:
@@ -346,7 +395,7 @@ class SqliteCheckpointer(Checkpointer):
                 payload = {"by": approver, "comment": comment, "digest": digest}
                 event = Event(run_id, seq + 1, step, kind, node, payload, now)
                 db.execute(
-                    "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, ?, ?)",
+                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
                     (run_id, seq + 1, step, node, pack([event]), now),
                 )
                 reason = None
@@ -402,28 +451,28 @@ class SqliteCheckpointer(Checkpointer):
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         where = "" if step is None else " AND step = ?"
         rows = self._read(
-            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL"
-            f"{where} ORDER BY seq DESC LIMIT 1",
+            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
+            f"AND state IS NOT NULL{where} ORDER BY seq DESC LIMIT 1",
             (run_id,) if step is None else (run_id, step),
         )
         if not rows:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-        s, node, state, at = rows[0]
-        return Checkpoint(run_id, s, node, loads(state), at)
+        s, node, state, at, tasks = rows[0]
+        return Checkpoint(run_id, s, node, loads(state), at, loads(tasks) if tasks else None)
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         rows = self._read(
-            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL "
-            "ORDER BY seq",
+            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
+            "AND state IS NOT NULL ORDER BY seq",
             (run_id,),
         )
         if not rows:
             self.get_run(run_id)
-        latest = {s: (node, state, at) for s, node, state, at in rows}  # last write per step
+        latest = {s: (node, state, at, t) for s, node, state, at, t in rows}  # last per step
         return [
-            Checkpoint(run_id, s, node, loads(state), at)
-            for s, (node, state, at) in sorted(latest.items())
+            Checkpoint(run_id, s, node, loads(state), at, loads(t) if t else None)
+            for s, (node, state, at, t) in sorted(latest.items())
         ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:

@@ -1,0 +1,19 @@
+-- agentnb SQLite schema: supersteps (parallel branches).
+-- An entry's checkpoint may name more than one next task: `tasks` holds that frontier as
+-- JSON (the nodes triggered, the Sends, the joins' arrivals); NULL for a linear run.
+ALTER TABLE entries ADD COLUMN tasks TEXT;
+
+-- The result of each finished task of a superstep not yet committed, saved the moment the
+-- task ends: a worker resuming the superstep after a crash runs only the tasks missing
+-- here. `step` is the superstep's starting checkpoint; the commit that merges the
+-- superstep deletes its rows.
+CREATE TABLE pending_writes (
+    run_id   TEXT NOT NULL,
+    step     INTEGER NOT NULL,
+    task_id  TEXT NOT NULL,
+    node     TEXT NOT NULL,
+    delta    TEXT NOT NULL,
+    events   TEXT NOT NULL,
+    at       REAL NOT NULL,
+    PRIMARY KEY (run_id, step, task_id)
+) WITHOUT ROWID;
