@@ -301,3 +301,45 @@ def test_the_overlay_counts_every_edge_of_a_fan_out_and_a_join(drive: Driver) ->
         ("c", "d"): 1,
         ("d", "END"): 1,
     }
+
+
+def test_a_cancelled_superstep_resumes_without_rerunning_its_finished_tasks(
+    store: Checkpointer,
+) -> None:
+    calls = Counter[str]()
+    gate: dict[str, asyncio.Event] = {}
+
+    def branch(name: str, waits: bool) -> Any:
+        async def node(state: dict[str, Any]) -> dict[str, Any]:
+            calls[name] += 1
+            if waits and calls[name] == 1:
+                await asyncio.Event().wait()  # cancelled here, the first time
+            return {"total": 1}
+
+        return node
+
+    run = diamond(branch("b", False), branch("c", True), checkpointer=store).start({"total": 0})
+    save = store.save_write
+
+    def announce(*args: Any) -> None:
+        save(*args)
+        gate["saved"].set()
+
+    store.save_write = announce  # type: ignore[method-assign]
+
+    async def cancel_after_b() -> None:
+        gate["saved"] = asyncio.Event()
+        task = asyncio.ensure_future(run.arun())
+        await asyncio.wait_for(gate["saved"].wait(), DEADLINE)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_after_b())
+    assert run.status == Status.CANCELLED
+    assert [w.task_id for w in store.pending_writes(run.run_id, 1)] == ["b"]
+    result = run.step()
+    assert (result.tasks, result.recovered) == ({"c": {"total": 1}}, ("b",))
+    run.run()
+    assert calls == {"b": 1, "c": 2}
+    assert run.state == {"total": 3, "seen": 3}
