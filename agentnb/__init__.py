@@ -36,6 +36,7 @@ from agentnb.errors import (
     RunNotFound,
     StaleApproval,
     StepBudgetExhausted,
+    TaskNotNamed,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
 from agentnb.graph.superstep import Send
@@ -89,6 +90,7 @@ __all__ = [
     "Status",
     "StepBudgetExhausted",
     "StepResult",
+    "TaskNotNamed",
     "Workflow",
     "__version__",
 ]

@@ -25,6 +25,7 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── DecisionError              an approval or rejection was refused
     │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
+    │   ├── TaskNotNamed           several tasks await approval: say which one is decided
     │   └── StaleApproval          the approver saw a state that has changed since
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
     ├── InstanceNotFound           no state-machine instance with that id in this store
@@ -69,6 +70,7 @@ __all__ = [
     "StaleApproval",
     "StepBudgetExhausted",
     "StoreError",
+    "TaskNotNamed",
     "TransitionNotAllowed",
 ]
 
@@ -360,6 +362,19 @@ class ApprovalNotPending(DecisionError):
         super().__init__(
             f"run {run_id!r} is not pending approval: its status is '{status}'{by}. "
             "A decision is taken once; check `agentnb show RUN` for who decided."
+        )
+
+
+class TaskNotNamed(DecisionError):
+    """Several tasks of the run's superstep await approval, and the decision named none."""
+
+    def __init__(self, run_id: str, tasks: Sequence[str]) -> None:
+        self.run_id = run_id
+        self.tasks = tuple(tasks)
+        listing = ", ".join(repr(t) for t in self.tasks)
+        super().__init__(
+            f"run {run_id!r} has {len(self.tasks)} tasks awaiting approval ({listing}); "
+            "nothing was decided. Name one: run.approve(by=..., task=...)"
         )
 
 

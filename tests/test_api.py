@@ -46,6 +46,7 @@ PUBLIC = {
     "Status",
     "StepBudgetExhausted",
     "StepResult",
+    "TaskNotNamed",
     "Workflow",
     "__version__",
 }

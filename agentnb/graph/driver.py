@@ -196,6 +196,17 @@ class Driver:
                 else:
                     tasks = plan(wf, frontier)
                     gated = next((t.node for t in tasks if t.node in before), None)
+                held: list[Task] = []
+                if gated is not None and len(tasks) > 1:
+                    # An interrupt holds its own task; the others run meanwhile. Each held
+                    # task is approved on its own (its row in the store says whether).
+                    gated = None
+                    approved_ids = {
+                        p.task_id
+                        for p in self.store.pending_tasks(self.run_id)
+                        if p.step == step and p.status == "approved"
+                    }
+                    held = [t for t in tasks if t.node in before and t.id not in approved_ids]
                 if not tasks:
                     yield self._finish(state_json, step)
                     return
@@ -238,8 +249,13 @@ class Driver:
                     events.append(self._update(node, node, step + 1, delta, lead))
                 else:
                     results: dict[str, dict[str, Any]] = {}
-                    async for event in self._superstep(tasks, step, state_json, results):
+                    runnable = [t for t in tasks if t not in held] if held else tasks
+                    async for event in self._superstep(runnable, step, state_json, results):
                         yield event
+                    if held:
+                        for event in self._hold(held, step, state_json):
+                            yield event
+                        return
                     new_state, new_json = self._merge(tasks, results, head, step, state)
                     new_frontier, leads = self._route(tasks, step, new_json, frontier.waiting)
                     events = sorted(self.pending, key=_seq)
@@ -261,9 +277,10 @@ class Driver:
                     # The run's node is the next superstep's first task, or the first one an
                     # interrupt holds back: what an approver is asked about.
                     next_tasks = plan(wf, new_frontier)
-                    held = next((t.node for t in next_tasks if t.node in before), None)
-                    nxt_head = next_tasks[0].node if held is None else held
-                    pause = held is not None
+                    nxt_head = next_tasks[0].node
+                    # One task held: pause now. Several: the next superstep runs the others
+                    # first and holds only those (see above).
+                    pause = len(next_tasks) == 1 and nxt_head in before
                 if frontier is None:
                     ran_after = node if node in after_nodes else None
                 else:
@@ -569,6 +586,36 @@ class Driver:
             StepCommit(Status.PENDING, node, step, [event], pending_digest=digest, release=True)
         )
         return event
+
+    def _hold(self, held: Sequence[Task], step: int, state_json: str) -> list[Event]:
+        """Pause a superstep whose other tasks are done: one pending approval per task."""
+        events = sorted(self.pending, key=_seq)
+        paused: list[Event] = []
+        holds = []
+        state = loads(state_json)
+        for task in held:
+            digest = pending_digest(self.run_id, task.id, step, state_json)
+            holds.append((task.id, task.node, digest))
+            payload = {
+                "when": "before",
+                "after": None,
+                "digest": digest,
+                "state": state,
+                "task": task.id,
+            }
+            paused.append(self._event(EventType.INTERRUPTED, task.node, step, payload))
+        events += paused
+        change = StepCommit(
+            Status.PENDING,
+            held[0].node,
+            step,
+            events,
+            pending_digest=holds[0][2],
+            release=True,
+            holds=holds,
+        )
+        self._commit(change)
+        return paused
 
     def _finish(self, state_json: str, step: int) -> Event:
         event = self._event(EventType.COMPLETED, END, step, {"state": loads(state_json)})

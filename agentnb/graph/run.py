@@ -33,6 +33,7 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingTask,
     RunRecord,
     Status,
 )
@@ -371,11 +372,18 @@ class Run(Drawable, HasTimeline, Viewable):
         by: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
-        """Record ``approved`` or ``rejected`` for the paused boundary (exactly once)."""
+        """Record ``approved`` or ``rejected`` for the paused boundary (exactly once).
+
+        When a superstep holds several tasks (``run.pending()``), each is decided on its
+        own: name it with ``task``. The run continues once all are approved; rejecting
+        one rejects the run.
+        """
         seen = self._record.seq
+        extra = {} if task is None else {"task": task}
         decision_record = self._store.decide(
-            self.run_id, decision, by, comment=comment, expected_digest=expected_digest
+            self.run_id, decision, by, comment=comment, expected_digest=expected_digest, **extra
         )
         self._sync(self._store.get_run(self.run_id))
         if self.workflow.listeners:
@@ -383,16 +391,37 @@ class Run(Drawable, HasTimeline, Viewable):
         return decision_record
 
     def approve(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
-        """Approve the pending node; ``step()``/``run()`` then executes it."""
-        return self.decide("approved", by=by, comment=comment, expected_digest=expected_digest)
+        """Approve the pending node (or held ``task``); ``step()``/``run()`` then runs it."""
+        return self.decide(
+            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
+        )
 
     def reject(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Reject the pending node: the run ends ``rejected`` and the node never runs."""
-        return self.decide("rejected", by=by, comment=comment, expected_digest=expected_digest)
+        return self.decide(
+            "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
+        )
+
+    def pending(self) -> list[PendingTask]:
+        """The tasks of this superstep awaiting approval, when an interrupt holds several.
+
+        Empty for a run paused at one boundary (approve it without naming a task).
+        """
+        return [t for t in self._store.pending_tasks(self.run_id) if t.status == "pending"]
 
     async def adecide(
         self,
@@ -401,6 +430,7 @@ class Run(Drawable, HasTimeline, Viewable):
         by: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
@@ -410,23 +440,38 @@ class Run(Drawable, HasTimeline, Viewable):
         import asyncio
 
         return await asyncio.to_thread(
-            self.decide, decision, by=by, comment=comment, expected_digest=expected_digest
+            self.decide,
+            decision,
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
         )
 
     async def aapprove(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`approve`."""
         return await self.adecide(
-            "approved", by=by, comment=comment, expected_digest=expected_digest
+            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
 
     async def areject(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`reject`."""
         return await self.adecide(
-            "rejected", by=by, comment=comment, expected_digest=expected_digest
+            "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
 
     # -- driving -------------------------------------------------------------------------

@@ -30,13 +30,14 @@ from types import TracebackType
 from typing import Any, Self
 
 from agentnb._json import dumps
-from agentnb.errors import InvalidDecision
+from agentnb.errors import ApprovalNotPending, InvalidDecision, StaleApproval
 from agentnb.store.records import (
     DECISIONS,
     Checkpoint,
     Decision,
     Effect,
     Event,
+    PendingTask,
     PendingWrite,
     RunRecord,
     Status,
@@ -81,6 +82,11 @@ class StepCommit:
     """Give up the lease with this write (the worker stops driving the run)."""
     settles: int | None = None
     """The superstep whose pending writes this commit merges: they are deleted with it."""
+    holds: Sequence[tuple[str, str, str]] = ()
+    """``(task id, node, digest)`` of each task of superstep ``step`` an interrupt holds:
+    saved as pending approvals (a task already held keeps its row and its decision). The
+    events of that superstep's pending writes are committed with it, so the writes keep
+    only their deltas."""
 
 
 def check_decision(decision: str, approver: str) -> None:
@@ -216,6 +222,10 @@ class Checkpointer(ABC):
     def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
         """The saved task results of the superstep starting at checkpoint ``step``."""
 
+    @abstractmethod
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        """The tasks of the run's current superstep held by interrupts, with decisions."""
+
     # -- decisions -----------------------------------------------------------------------
 
     @abstractmethod
@@ -227,8 +237,13 @@ class Checkpointer(ABC):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Decide a pending run exactly once, and audit the attempt either way.
+
+        When a superstep holds several tasks, each is decided on its own: name it with
+        ``task`` (it may be left out when only one is pending). The run becomes
+        ``approved`` once every held task is; rejecting one rejects the run.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
         it. Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
@@ -288,3 +303,25 @@ class Checkpointer(ABC):
 
 def decision_status(decision: str) -> Status:
     return Status.APPROVED if decision == "approved" else Status.REJECTED
+
+
+def task_refusal(
+    run_id: str,
+    task: str | None,
+    held: Sequence[PendingTask],
+    run: RunRecord,
+    expected_digest: str | None,
+) -> tuple[Exception, str]:
+    """Why a decision about a held task is refused: the error, and the audit's reason."""
+    from agentnb.errors import TaskNotNamed
+
+    waiting = [t.task_id for t in held if t.status == "pending"]
+    if task is None and len(waiting) > 1 and run.status == Status.PENDING:
+        return TaskNotNamed(run_id, waiting), "ambiguous: several tasks pending"
+    found = next((t for t in held if t.task_id == task), None)
+    if run.status != Status.PENDING or found is None or found.status != "pending":
+        by = found.decided_by if found is not None else run.decided_by
+        status = found.status if found is not None and found.status != "pending" else run.status
+        return ApprovalNotPending(run_id, status, by), f"not pending: {status}"
+    stale = StaleApproval(run_id, expected_digest or "", found.digest)
+    return stale, "stale: the pending state changed"

@@ -29,6 +29,7 @@ from agentnb.store.base import (
     check_decision,
     decision_status,
     owner_is_dead,
+    task_refusal,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingTask,
     PendingWrite,
     RunRecord,
     Status,
@@ -55,6 +57,7 @@ class MemoryCheckpointer(Checkpointer):
         self._runs: dict[str, RunRecord] = {}
         self._checkpoints: dict[str, dict[int, tuple[str, str, float, str | None]]] = {}
         self._writes: dict[tuple[str, int], dict[str, PendingWrite]] = {}
+        self._held: dict[str, dict[tuple[int, str], PendingTask]] = {}
         self._events: dict[str, list[Event]] = {}
         self._decisions: list[Decision] = []
         self._effects: dict[str, tuple[Effect, str]] = {}
@@ -139,9 +142,21 @@ class MemoryCheckpointer(Checkpointer):
             if change.checkpoint is not None:
                 cp = change.checkpoint
                 self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now, cp.tasks_json)
+            held = self._held.setdefault(run_id, {})
             if change.settles is not None:
                 for key in [k for k in self._writes if k[0] == run_id and k[1] <= change.settles]:
                     del self._writes[key]
+                for k in [k for k in held if k[0] <= change.settles]:
+                    del held[k]
+            if change.holds:
+                saved = self._writes.get((run_id, change.step), {})
+                for task_id, write in saved.items():
+                    saved[task_id] = dataclasses.replace(write, events=[])
+            for task_id, node, digest in change.holds:
+                held.setdefault(
+                    (change.step, task_id),
+                    PendingTask(run_id, change.step, task_id, node, digest, "pending"),
+                )
             self._events[run_id].extend(change.events)
             self._runs[run_id] = dataclasses.replace(
                 run,
@@ -169,6 +184,12 @@ class MemoryCheckpointer(Checkpointer):
             saved = list(self._writes.get((run_id, step), {}).values())
         return sorted(saved, key=lambda w: (w.at, w.task_id))
 
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        with self._lock:
+            self._get(run_id)
+            held = self._held.get(run_id, {})
+            return [held[k] for k in sorted(held)]
+
     def release(self, run_id: str, fence: int) -> None:
         with self._lock:
             run = self._get(run_id)
@@ -183,10 +204,14 @@ class MemoryCheckpointer(Checkpointer):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         check_decision(decision, approver)
         with self._lock:
             self._check_open()
+            held = self._held.get(run_id, {})
+            if task is not None or any(t.status == "pending" for t in held.values()):
+                return self._decide_task(run_id, decision, approver, comment, expected_digest, task)
             found = self._runs.get(run_id)
             now = time.time()
 
@@ -238,6 +263,73 @@ class MemoryCheckpointer(Checkpointer):
                 updated_at=now,
             )
             return audit(True, None)
+
+    def _decide_task(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+    ) -> Decision:
+        """Decide one held task of a superstep exactly once (the caller holds the lock)."""
+        now = time.time()
+        run = self._runs.get(run_id)
+        held = self._held.get(run_id, {})
+        waiting = [t for t in held.values() if t.status == "pending"]
+        if task is None and len(waiting) == 1:
+            task = waiting[0].task_id
+        found = next((t for t in waiting if t.task_id == task), None)
+        ok = (
+            run is not None
+            and run.status == Status.PENDING
+            and found is not None
+            and expected_digest in (None, found.digest)
+        )
+
+        def audit(accepted: bool, reason: str | None) -> Decision:
+            record = Decision(
+                len(self._decisions) + 1,
+                run_id,
+                task,
+                found.step if found else (run.step if run else None),
+                decision,
+                approver,
+                comment,
+                expected_digest,
+                found.digest if found and accepted else None,
+                accepted,
+                reason,
+                now,
+            )
+            self._decisions.append(record)
+            return record
+
+        if run is None:
+            audit(False, "unknown run")
+            raise RunNotFound(run_id)
+        if not ok or found is None:
+            refusal, reason = task_refusal(run_id, task, list(held.values()), run, expected_digest)
+            audit(False, reason)
+            raise refusal
+        held[found.step, found.task_id] = dataclasses.replace(
+            found, status=decision, decided_by=approver, decided_at=now
+        )
+        payload = {"by": approver, "comment": comment, "digest": found.digest, "task": task}
+        kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+        event = Event(run_id, run.seq + 1, run.step, kind, found.node, payload, now)
+        self._events[run_id].append(event)
+        settled = decision == "rejected" or len(waiting) == 1
+        self._runs[run_id] = dataclasses.replace(
+            run,
+            status=decision_status(decision) if settled else run.status,
+            seq=event.seq,
+            decided_by=approver if settled else run.decided_by,
+            decided_at=now if settled else run.decided_at,
+            updated_at=now,
+        )
+        return audit(True, None)
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         with self._lock:

@@ -17,6 +17,7 @@ __all__ = [
     "Effect",
     "Event",
     "EventType",
+    "PendingTask",
     "PendingWrite",
     "RunRecord",
     "Status",
@@ -125,6 +126,25 @@ class PendingWrite:
     delta: dict[str, Any]
     events: list[Event]
     at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTask:
+    """One task of a superstep held by an interrupt, and its approval.
+
+    A superstep can hold several at once; each is decided exactly once. ``status`` is
+    ``pending``, ``approved`` or ``rejected``. The run continues once all are approved;
+    rejecting one rejects the run.
+    """
+
+    run_id: str
+    step: int
+    task_id: str
+    node: str
+    digest: str
+    status: str
+    decided_by: str | None = None
+    decided_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from agentnb.store.base import (
     check_decision,
     decision_status,
     owner_is_dead,
+    task_refusal,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingTask,
     PendingWrite,
     RunRecord,
     Status,
@@ -279,8 +281,7 @@ class SqliteCheckpointer(Checkpointer):
                     (*entry, run_id, fence, now + lease_seconds / 2),
                 ).rowcount
                 if inserted:
-                    if change.settles is not None:
-                        self._settle(db, run_id, change.settles)
+                    self._settle(db, run_id, change)
                     return
             updated = db.execute(
                 "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
@@ -300,12 +301,27 @@ class SqliteCheckpointer(Checkpointer):
             if not updated:
                 raise LeaseLost(run_id, fence)
             db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", entry)
-            if change.settles is not None:
-                self._settle(db, run_id, change.settles)
+            self._settle(db, run_id, change)
 
     @staticmethod
-    def _settle(db: sqlite3.Connection, run_id: str, step: int) -> None:
-        db.execute("DELETE FROM pending_writes WHERE run_id = ? AND step <= ?", (run_id, step))
+    def _settle(db: sqlite3.Connection, run_id: str, change: StepCommit) -> None:
+        """A superstep's side tables: held tasks saved; pending writes and holds cleared."""
+        if change.settles is not None:
+            for table in ("pending_writes", "pending_tasks"):
+                db.execute(
+                    f"DELETE FROM {table} WHERE run_id = ? AND step <= ?",
+                    (run_id, change.settles),
+                )
+        if change.holds:
+            db.execute(
+                "UPDATE pending_writes SET events = '[]' WHERE run_id = ? AND step = ?",
+                (run_id, change.step),
+            )
+        for task_id, node, digest in change.holds:
+            db.execute(
+                "INSERT OR IGNORE INTO pending_tasks VALUES (?, ?, ?, ?, ?, 'pending', NULL, NULL)",
+                (run_id, change.step, task_id, node, digest),
+            )
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
         with self._write() as db:
@@ -344,6 +360,16 @@ class SqliteCheckpointer(Checkpointer):
             for task, node, delta, events, at in rows
         ]
 
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        rows = self._read(
+            "SELECT step, task_id, node, digest, status, decided_by, decided_at "
+            "FROM pending_tasks WHERE run_id = ? ORDER BY step, task_id",
+            (run_id,),
+        )
+        if not rows:
+            self.get_run(run_id)
+        return [PendingTask(run_id, *row) for row in rows]
+
     def release(self, run_id: str, fence: int) -> None:
         with self._write() as db:
             db.execute(
@@ -362,8 +388,13 @@ class SqliteCheckpointer(Checkpointer):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         check_decision(decision, approver)
+        if task is not None or self._read(
+            "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
+        ):
+            return self._decide_task(run_id, decision, approver, comment, expected_digest, task)
         refusal: DecisionError | RunNotFound | None = None
         node: str | None = None
         step: int | None = None
@@ -435,6 +466,112 @@ class SqliteCheckpointer(Checkpointer):
             decision_id,
             run_id,
             node,
+            step,
+            decision,
+            approver,
+            comment,
+            expected_digest,
+            digest,
+            accepted=True,
+            reason=None,
+            at=now,
+        )
+
+    def _decide_task(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+    ) -> Decision:
+        """Decide one held task of a superstep, exactly once: a conditional update of its row."""
+        refusal: Exception | None = None
+        reason: str | None = None
+        with self._write() as db:
+            now = time.time()
+            try:
+                current = self._get(db, run_id)
+            except RunNotFound:
+                current = None
+            if current is None:
+                db.execute(
+                    f"INSERT INTO decisions ({DECISION_COLUMNS}) "
+                    "VALUES (NULL, ?, ?, NULL, ?, ?, ?, ?, NULL, 0, 'unknown run', ?)",
+                    (run_id, task, decision, approver, comment, expected_digest, now),
+                )
+        if current is None:
+            raise RunNotFound(run_id)
+        with self._write() as db:
+            current = self._get(db, run_id)  # again, under the write lock
+            if task is None:
+                waiting = db.execute(
+                    "SELECT task_id FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
+                    (run_id,),
+                ).fetchall()
+                task = waiting[0][0] if len(waiting) == 1 else None
+            row = db.execute(
+                "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ? "
+                "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
+                "AND (? IS NULL OR digest = ?) "
+                "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
+                "RETURNING step, node, digest",
+                (decision, approver, now, run_id, task, expected_digest, expected_digest, run_id),
+            ).fetchone()
+            if row is not None:
+                step, node, digest = row
+                left = db.execute(
+                    "SELECT count(*) FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
+                    (run_id,),
+                ).fetchone()[0]
+                if decision == "rejected" or not left:
+                    db.execute(
+                        "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, "
+                        "decided_at = ? WHERE run_id = ?",
+                        (str(decision_status(decision)), now, approver, now, run_id),
+                    )
+                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+                payload = {"by": approver, "comment": comment, "digest": digest, "task": task}
+                event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
+                db.execute(
+                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+                    (run_id, event.seq, current.step, current.node, pack([event]), now),
+                )
+            else:
+                held = [
+                    PendingTask(run_id, *r)
+                    for r in db.execute(
+                        "SELECT step, task_id, node, digest, status, decided_by, decided_at "
+                        "FROM pending_tasks WHERE run_id = ?",
+                        (run_id,),
+                    )
+                ]
+                refusal, reason = task_refusal(run_id, task, held, current, expected_digest)
+                step, digest = current.step, None
+            decision_id = db.execute(
+                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
+                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    run_id,
+                    task,
+                    step,
+                    decision,
+                    approver,
+                    comment,
+                    expected_digest,
+                    digest,
+                    int(refusal is None),
+                    reason,
+                    now,
+                ),
+            ).fetchone()[0]
+        if refusal is not None:
+            raise refusal
+        return Decision(
+            decision_id,
+            run_id,
+            task,
             step,
             decision,
             approver,

@@ -17,3 +17,17 @@ CREATE TABLE pending_writes (
     at       REAL NOT NULL,
     PRIMARY KEY (run_id, step, task_id)
 ) WITHOUT ROWID;
+
+-- Approvals a superstep waits for, one per task held by an interrupt: several can be
+-- pending at once, and each is decided exactly once by a conditional update of its row.
+CREATE TABLE pending_tasks (
+    run_id      TEXT NOT NULL,
+    step        INTEGER NOT NULL,
+    task_id     TEXT NOT NULL,
+    node        TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    status      TEXT NOT NULL,    -- pending | approved | rejected
+    decided_by  TEXT,
+    decided_at  REAL,
+    PRIMARY KEY (run_id, step, task_id)
+) WITHOUT ROWID;
