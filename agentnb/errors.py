@@ -26,6 +26,7 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
     │   ├── TaskNotNamed           several tasks await approval: say which one is decided
+    │   └── InvalidAnswer          an answer to a node's question does not fit its schema
     │   └── StaleApproval          the approver saw a state that has changed since
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
     ├── InstanceNotFound           no state-machine instance with that id in this store
@@ -52,6 +53,7 @@ __all__ = [
     "IncompatibleWorkflow",
     "InstanceConflict",
     "InstanceNotFound",
+    "InvalidAnswer",
     "InvalidDecision",
     "InvalidState",
     "LeaseLost",
@@ -375,6 +377,19 @@ class TaskNotNamed(DecisionError):
         super().__init__(
             f"run {run_id!r} has {len(self.tasks)} tasks awaiting approval ({listing}); "
             "nothing was decided. Name one: run.approve(by=..., task=...)"
+        )
+
+
+class InvalidAnswer(DecisionError):
+    """An answer to a node's question does not fit the question's schema; nothing stored."""
+
+    def __init__(self, run_id: str, problems: Sequence[tuple[str, str]]) -> None:
+        self.run_id = run_id
+        self.problems = tuple(problems)
+        listing = "; ".join(f"{path} {what}" for path, what in self.problems)
+        super().__init__(
+            f"the answer for run {run_id!r} does not fit the question: {listing}. The run is "
+            "still waiting; respond again with a value the schema accepts."
         )
 
 

@@ -26,6 +26,7 @@ PUBLIC = {
     "Event",
     "EventType",
     "IncompatibleWorkflow",
+    "InvalidAnswer",
     "InvalidDecision",
     "InvalidState",
     "MemoryCheckpointer",

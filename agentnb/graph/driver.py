@@ -20,7 +20,7 @@ import dataclasses
 import inspect
 import itertools
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from agentnb.errors import (
     describe,
 )
 from agentnb.graph.builder import END
+from agentnb.graph.questions import Asked
 from agentnb.graph.state import apply_delta, merge_writes
 from agentnb.graph.superstep import Frontier, Task, advance, plan
 from agentnb.resilience import guarded_call
@@ -237,6 +238,11 @@ class Driver:
                     except _Failure as failure:
                         self._fail(node, step, failure.error)
                         raise failure.error from failure.error.__cause__
+                    except Asked as asked:
+                        hold = self._hold([tasks[0]], step, state_json, {node: asked}, rows=False)
+                        for event in hold:
+                            yield event
+                        return
                     self.ran[node] = delta
                     new_state, new_json = self._merge_one(node, step, state, delta)
                     simple = wf.simple_next.get(node)
@@ -249,11 +255,15 @@ class Driver:
                     events.append(self._update(node, node, step + 1, delta, lead))
                 else:
                     results: dict[str, dict[str, Any]] = {}
+                    questions: dict[str, Asked] = {}
                     runnable = [t for t in tasks if t not in held] if held else tasks
-                    async for event in self._superstep(runnable, step, state_json, results):
+                    async for event in self._superstep(
+                        runnable, step, state_json, results, questions
+                    ):
                         yield event
-                    if held:
-                        for event in self._hold(held, step, state_json):
+                    if held or questions:
+                        waiting = [t for t in tasks if t in held or t.id in questions]
+                        for event in self._hold(waiting, step, state_json, questions):
                             yield event
                         return
                     new_state, new_json = self._merge(tasks, results, head, step, state)
@@ -400,8 +410,13 @@ class Driver:
         step: int,
         state_json: str,
         results: dict[str, dict[str, Any]],
+        questions: dict[str, Asked],
     ) -> AsyncIterator[Event]:
-        """Run the tasks not saved yet, concurrently, saving each result as it finishes."""
+        """Run the tasks not saved yet, concurrently, saving each result as it finishes.
+
+        A task that asks a question (``ctx.interrupt``) ends in ``questions``; the others
+        go on.
+        """
         saved = {w.task_id: w for w in self.store.pending_writes(self.run_id, step)}
         self.pending = []
         for task in tasks:
@@ -421,14 +436,17 @@ class Driver:
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
 
-        async def run(task: Task) -> dict[str, Any]:
+        async def run(task: Task) -> dict[str, Any] | Asked:
             buffer = buffers[task.id]
 
             def sink(type: str, payload: dict[str, Any]) -> None:
                 buffer.append(self._event(type, task.node, step, payload))
 
             async with limit:
-                return await self._invoke(task, step, state_json, sink, threaded=True)
+                try:
+                    return await self._invoke(task, step, state_json, sink, threaded=True)
+                except Asked as asked:
+                    return asked
 
         running = {asyncio.ensure_future(run(t)): t for t in todo}
         try:
@@ -438,6 +456,12 @@ class Driver:
                     task = running.pop(future)
                     delta = future.result()  # raises _Failure: the finally cancels the rest
                     events = buffers[task.id]
+                    if isinstance(delta, Asked):  # no result to save: it runs again later
+                        questions[task.id] = delta
+                        self.pending += events
+                        for event in events:
+                            yield event
+                        continue
                     write = PendingWrite(
                         self.run_id, step, task.id, task.node, delta, events, time.time()
                     )
@@ -587,22 +611,39 @@ class Driver:
         )
         return event
 
-    def _hold(self, held: Sequence[Task], step: int, state_json: str) -> list[Event]:
-        """Pause a superstep whose other tasks are done: one pending approval per task."""
+    def _hold(
+        self,
+        held: Sequence[Task],
+        step: int,
+        state_json: str,
+        questions: Mapping[str, Asked] | None = None,
+        *,
+        rows: bool = True,
+    ) -> list[Event]:
+        """Pause a superstep whose other tasks are done: one pending decision per task.
+
+        A task held by an interrupt waits for an approval; one that asked a question
+        (``ctx.interrupt``) waits for an answer. Without ``rows`` (a superstep of one task)
+        the run as a whole is decided, as at any interrupt.
+        """
+        questions = questions or {}
         events = sorted(self.pending, key=_seq)
         paused: list[Event] = []
         holds = []
         state = loads(state_json)
         for task in held:
-            digest = pending_digest(self.run_id, task.id, step, state_json)
+            asked = questions.get(task.id)
+            payload: dict[str, Any] = {"when": "before", "after": None}
+            where = task.id
+            if asked is not None:
+                payload = {"when": "input", "after": None, "question": asked.question}
+                payload.update(key=asked.key, index=asked.index)
+                where = asked.key
+            digest = pending_digest(self.run_id, where, step, state_json)
             holds.append((task.id, task.node, digest))
-            payload = {
-                "when": "before",
-                "after": None,
-                "digest": digest,
-                "state": state,
-                "task": task.id,
-            }
+            payload.update(digest=digest, state=state)
+            if rows or task.id != task.node:
+                payload["task"] = task.id
             paused.append(self._event(EventType.INTERRUPTED, task.node, step, payload))
         events += paused
         change = StepCommit(
@@ -612,7 +653,7 @@ class Driver:
             events,
             pending_digest=holds[0][2],
             release=True,
-            holds=holds,
+            holds=holds if rows else (),
         )
         self._commit(change)
         return paused

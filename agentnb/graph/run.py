@@ -21,12 +21,23 @@ from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
+    ApprovalNotPending,
     IncompatibleWorkflow,
+    InvalidAnswer,
+    InvalidDecision,
+    InvalidState,
+    TaskNotNamed,
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
 from agentnb.graph.superstep import Frontier, plan
-from agentnb.store.base import CheckpointWrite, new_owner
+from agentnb.store.base import (
+    CheckpointWrite,
+    DecisionEdit,
+    check_decision,
+    new_owner,
+    pending_digest,
+)
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -46,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["NodeContext", "Run", "StepResult"]
 
 _BUILTIN_TYPES = frozenset(t.value for t in EventType)
+_NOT_DONE = object()  # ctx.once found no recorded result
 
 
 class NodeContext:
@@ -61,7 +73,16 @@ class NodeContext:
             is re-executed after a crash — so a payment API can de-duplicate the call.
     """
 
-    __slots__ = ("_sink", "_store", "idempotency_key", "node", "run_id", "step", "task_id")
+    __slots__ = (
+        "_asked",
+        "_sink",
+        "_store",
+        "idempotency_key",
+        "node",
+        "run_id",
+        "step",
+        "task_id",
+    )
 
     def __init__(
         self,
@@ -79,6 +100,7 @@ class NodeContext:
         self.step = step
         self.task_id = task_id or node
         self.idempotency_key = f"{run_id}:{step}:{self.task_id}"
+        self._asked = 0
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run the side effect ``fn()`` at most once for this step; return its result.
@@ -90,7 +112,7 @@ class NodeContext:
         repeat it: pass ``ctx.idempotency_key`` to the service too, so it de-duplicates.
         """
         key, found = self._recorded(name)
-        if found is not None:
+        if found is not _NOT_DONE:
             return found
         result = fn()
         if inspect.isawaitable(result):
@@ -103,7 +125,7 @@ class NodeContext:
     async def aonce(self, name: str, fn: Callable[[], Any]) -> Any:
         """Async twin of :meth:`once`: ``fn()`` may return an awaitable."""
         key, found = self._recorded(name)
-        if found is not None:
+        if found is not _NOT_DONE:
             return found
         result = fn()
         if inspect.isawaitable(result):
@@ -115,8 +137,8 @@ class NodeContext:
             raise AgentnbError(f"ctx.once({name!r}, ...): name the side effect with a string")
         key = f"{self.idempotency_key}:{name}"
         stored = self._store.recorded_effect(key)
-        if stored is None:
-            return key, None
+        if stored is None:  # a recorded None is the JSON text "null", not None
+            return key, _NOT_DONE
         self._sink(EventType.EFFECT_REPLAYED, {"name": name, "key": key})
         return key, loads(stored)
 
@@ -126,6 +148,32 @@ class NodeContext:
             key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
         )
         self._sink(EventType.EFFECT, {"name": name, "key": key})
+        return loads(stored)
+
+    def interrupt(self, question: Any) -> Any:
+        """Ask a person a question; return their answer.
+
+        ``question`` is ``{"question": "...", "schema": {JSON Schema}}`` (a bare string is
+        a question without a schema). The first time, the run pauses here: the node stops,
+        the run is ``pending``, and ``run.respond(value, by=...)`` records the answer
+        (exactly once, audited, checked against the schema).
+
+        On resume the node runs again **from its start**: everything before this call
+        happens again, except what went through :meth:`once`, which returns its recorded
+        result — so put side effects before a question in ``ctx.once``. This call then
+        returns the recorded answer. A node may ask several questions; they are answered
+        in order, one pause each.
+        """
+        from agentnb.graph.questions import Asked, check_question
+
+        asked = check_question(question)
+        check(asked, root="ctx.interrupt question")
+        index = self._asked
+        self._asked += 1
+        key = f"{self.idempotency_key}:interrupt:{index}"
+        stored = self._store.recorded_effect(key)
+        if stored is None:
+            raise Asked(asked, key, index)
         return loads(stored)
 
     def emit(self, type: str, payload: dict[str, Any] | None = None) -> None:
@@ -373,22 +421,70 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Record ``approved`` or ``rejected`` for the paused boundary (exactly once).
 
         When a superstep holds several tasks (``run.pending()``), each is decided on its
         own: name it with ``task``. The run continues once all are approved; rejecting
-        one rejects the run.
+        one rejects the run. ``update`` edits the state before the node runs (see
+        :meth:`approve`).
         """
+        edit = None
+        if update is not None and decision == "approved":
+            edit, expected_digest = self._edit(update, expected_digest)
+        return self._decide(decision, by, comment, expected_digest, task, edit)
+
+    def _decide(
+        self,
+        decision: str,
+        by: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+        edit: DecisionEdit | None,
+    ) -> Decision:
         seen = self._record.seq
-        extra = {} if task is None else {"task": task}
         decision_record = self._store.decide(
-            self.run_id, decision, by, comment=comment, expected_digest=expected_digest, **extra
+            self.run_id,
+            decision,
+            by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            edit=edit,
         )
-        self._sync(self._store.get_run(self.run_id))
+        record = self._store.get_run(self.run_id)
+        if edit is not None and edit.state_json is not None:
+            self._load_state(record)  # the approved state is the pending step's checkpoint
+        else:
+            self._sync(record)
         if self.workflow.listeners:
             self.workflow._notify(self._store.events(self.run_id, after=seen))
         return decision_record
+
+    def _edit(
+        self, update: dict[str, Any], expected_digest: str | None
+    ) -> tuple[DecisionEdit, str | None]:
+        """The edited state an approval carries, bound to the digest of what was shown."""
+        if not isinstance(update, dict):
+            raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
+        try:
+            check(update, root="update")
+        except InvalidState as exc:
+            raise InvalidDecision(f"{exc}; nothing was decided") from exc
+        record = self._store.get_run(self.run_id)
+        checkpoint = self._store.checkpoint(self.run_id)
+        state = apply_delta(checkpoint.state, update, self.workflow.reducers)
+        state_json = dumps(state, root="approved state")
+        shown = expected_digest or record.pending_digest
+        edit = DecisionEdit(
+            state_json=state_json,
+            tasks_json=None if checkpoint.tasks is None else dumps(checkpoint.tasks),
+            update=update,
+            approved_digest=pending_digest(self.run_id, record.node, record.step, state_json),
+        )
+        return edit, shown
 
     def approve(
         self,
@@ -397,10 +493,22 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
-        """Approve the pending node (or held ``task``); ``step()``/``run()`` then runs it."""
+        """Approve the pending node (or held ``task``); ``step()``/``run()`` then runs it.
+
+        ``update`` approves with edits: those keys (JSON, merged by the reducers) change
+        the state before the node runs. The decision is bound to the state shown (the
+        pending digest, or ``expected_digest``), and the audit keeps the edit and the
+        digest of the state approved.
+        """
         return self.decide(
-            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
+            "approved",
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            update=update,
         )
 
     def reject(
@@ -415,6 +523,78 @@ class Run(Drawable, HasTimeline, Viewable):
         return self.decide(
             "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
+
+    @property
+    def question(self) -> dict[str, Any] | None:
+        """The question the run waits on (``ctx.interrupt``), or ``None``.
+
+        ``{"question": ..., "schema": ..., "task": ..., "digest": ...}``.
+        """
+        record = self.record
+        if record.status != Status.PENDING:
+            return None
+        asked = self._questions()
+        return next(iter(asked.values()), None)
+
+    def _questions(self) -> dict[str, dict[str, Any]]:
+        """The unanswered questions of the current pause, by task id."""
+        waiting = [t.task_id for t in self.pending()]
+        latest: dict[str, Event] = {}
+        for event in self._store.events(self.run_id):
+            if event.type == EventType.INTERRUPTED:
+                latest[str(event.payload.get("task", "")) if waiting else ""] = event
+        found: dict[str, dict[str, Any]] = {}
+        for task in waiting or [""]:
+            paused = latest.get(task)
+            if paused is not None and paused.payload.get("when") == "input":
+                p = paused.payload
+                name = task or str(paused.node)
+                found[name] = {**p["question"], "task": name, "digest": p["digest"]}
+                found[name]["key"] = p["key"]
+        return found
+
+    def respond(
+        self,
+        value: Any,
+        *,
+        by: str,
+        comment: str | None = None,
+        task: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Answer the node's question (``ctx.interrupt``); the run then continues with it.
+
+        Checked against the question's schema first: a mismatch raises
+        :class:`~agentnb.errors.InvalidAnswer` and the run stays paused. Recorded exactly
+        once and audited like an approval; on resume the node runs again from its start
+        and ``ctx.interrupt`` returns ``value``.
+
+        Raises:
+            InvalidAnswer: ``value`` does not fit the schema.
+            ApprovalNotPending: the run is not waiting for an answer (answered already?).
+        """
+        from agentnb.graph.questions import answer_problems
+
+        check_decision("approved", by)
+        asked = self._questions()
+        if task is not None:
+            asked = {t: q for t, q in asked.items() if t == task}
+        if not asked:
+            raise ApprovalNotPending(self.run_id, self.record.status, self.record.decided_by)
+        if len(asked) > 1:
+            raise TaskNotNamed(self.run_id, list(asked))
+        name, question = next(iter(asked.items()))
+        problems = answer_problems(value, question.get("schema", {}))
+        try:
+            check(value, root="answer")
+        except InvalidState as exc:
+            problems.append(("$.answer", str(exc)))
+        if problems:
+            raise InvalidAnswer(self.run_id, problems)
+        edit = DecisionEdit(answer_key=question["key"], answer_json=dumps(value))
+        held = name if self.pending() else None
+        digest = expected_digest or question["digest"]
+        return self._decide("approved", by, comment, digest, held, edit)
 
     def pending(self) -> list[PendingTask]:
         """The tasks of this superstep awaiting approval, when an interrupt holds several.

@@ -46,8 +46,10 @@ from agentnb.store.records import (
 __all__ = [
     "CheckpointWrite",
     "Checkpointer",
+    "DecisionEdit",
     "StepCommit",
     "check_decision",
+    "check_task_edit",
     "new_owner",
     "owner_is_dead",
     "pending_digest",
@@ -87,6 +89,45 @@ class StepCommit:
     saved as pending approvals (a task already held keeps its row and its decision). The
     events of that superstep's pending writes are committed with it, so the writes keep
     only their deltas."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionEdit:
+    """What an approval carries besides its yes, saved in the decision's transaction.
+
+    Either an edited state (approve with edits: ``state_json`` becomes the pending step's
+    checkpoint; ``update`` and ``approved_digest`` go to the audit), or the answer to a
+    node's question (``answer_key`` is the ledger key ``ctx.interrupt`` reads back).
+    """
+
+    state_json: str | None = None
+    tasks_json: str | None = None
+    update: dict[str, Any] | None = None
+    approved_digest: str | None = None
+    answer_key: str | None = None
+    answer_json: str | None = None
+
+    def audit(self) -> dict[str, Any]:
+        """What the audit keeps of the edit."""
+        from agentnb._json import loads
+
+        kept: dict[str, Any] = {}
+        if self.update is not None:
+            kept["update"] = self.update
+            kept["approved_digest"] = self.approved_digest
+        if self.answer_json is not None:
+            kept["answer"] = loads(self.answer_json)
+        return kept
+
+
+def check_task_edit(edit: DecisionEdit | None) -> None:
+    """Held tasks of a superstep are approved as they are (refused before any write);
+    only an answer to a task's question may come with the decision."""
+    if edit is not None and edit.state_json is not None:
+        raise InvalidDecision(
+            "approving one of several held tasks cannot carry edits; nothing was changed. "
+            "Approve it as it is, or pause the branch at a node of its own"
+        )
 
 
 def check_decision(decision: str, approver: str) -> None:
@@ -238,8 +279,12 @@ class Checkpointer(ABC):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         """Decide a pending run exactly once, and audit the attempt either way.
+
+        An approval may carry an ``edit`` (edited state, or an answer): it is saved in the
+        same transaction, and only if the decision is accepted.
 
         When a superstep holds several tasks, each is decided on its own: name it with
         ``task`` (it may be left out when only one is pending). The run becomes

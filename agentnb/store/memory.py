@@ -25,8 +25,10 @@ from agentnb.errors import (
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
+    DecisionEdit,
     StepCommit,
     check_decision,
+    check_task_edit,
     decision_status,
     owner_is_dead,
     task_refusal,
@@ -205,18 +207,24 @@ class MemoryCheckpointer(Checkpointer):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
         with self._lock:
             self._check_open()
             held = self._held.get(run_id, {})
             if task is not None or any(t.status == "pending" for t in held.values()):
-                return self._decide_task(run_id, decision, approver, comment, expected_digest, task)
+                check_task_edit(edit)
+                return self._decide_task(
+                    run_id, decision, approver, comment, expected_digest, task, edit
+                )
             found = self._runs.get(run_id)
             now = time.time()
 
             def audit(accepted: bool, reason: str | None) -> Decision:
+                kept = edit.audit() if accepted and edit is not None else None
                 record = Decision(
+                    edit=kept,
                     id=len(self._decisions) + 1,
                     run_id=run_id,
                     node=found.node if found else None,
@@ -244,13 +252,32 @@ class MemoryCheckpointer(Checkpointer):
             if expected_digest is not None and expected_digest != run.pending_digest:
                 audit(False, "stale: the pending state changed")
                 raise StaleApproval(run_id, expected_digest, run.pending_digest or "")
+            if decision != "approved":
+                edit = None
+            payload = {"by": approver, "comment": comment, "digest": run.pending_digest}
+            if edit is not None:
+                payload.update(edit.audit())
+                if edit.state_json is not None:
+                    saved = self._checkpoints[run_id]
+                    saved[run.step] = (run.node, edit.state_json, now, edit.tasks_json)
+                if edit.answer_key is not None and edit.answer_json is not None:
+                    answer = Effect(
+                        edit.answer_key,
+                        run_id,
+                        run.step,
+                        run.node,
+                        "answer",
+                        loads(edit.answer_json),
+                        now,
+                    )
+                    self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
             event = Event(
                 run_id=run_id,
                 seq=run.seq + 1,
                 step=run.step,
                 type=EventType.APPROVED if decision == "approved" else EventType.REJECTED,
                 node=run.node,
-                payload={"by": approver, "comment": comment, "digest": run.pending_digest},
+                payload=payload,
                 at=now,
             )
             self._events[run_id].append(event)
@@ -272,6 +299,7 @@ class MemoryCheckpointer(Checkpointer):
         comment: str | None,
         expected_digest: str | None,
         task: str | None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         """Decide one held task of a superstep exactly once (the caller holds the lock)."""
         now = time.time()
@@ -302,6 +330,7 @@ class MemoryCheckpointer(Checkpointer):
                 accepted,
                 reason,
                 now,
+                edit.audit() if accepted and edit is not None else None,
             )
             self._decisions.append(record)
             return record
@@ -317,6 +346,19 @@ class MemoryCheckpointer(Checkpointer):
             found, status=decision, decided_by=approver, decided_at=now
         )
         payload = {"by": approver, "comment": comment, "digest": found.digest, "task": task}
+        if edit is not None:
+            payload.update(edit.audit())
+            if edit.answer_key is not None and edit.answer_json is not None:
+                answer = Effect(
+                    edit.answer_key,
+                    run_id,
+                    found.step,
+                    found.node,
+                    "answer",
+                    loads(edit.answer_json),
+                    now,
+                )
+                self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
         kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
         event = Event(run_id, run.seq + 1, run.step, kind, found.node, payload, now)
         self._events[run_id].append(event)

@@ -191,6 +191,9 @@ class Decision:
     accepted: bool
     reason: str | None
     at: float = field(compare=False)
+    edit: dict[str, Any] | None = None
+    """What an accepted approval changed: ``update`` (the edited keys) with the
+    ``approved_digest`` of the state approved, or the ``answer`` to a node's question."""
 
     @property
     def at_iso(self) -> str:

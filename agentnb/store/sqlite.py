@@ -39,11 +39,19 @@ from agentnb.store.base import (
     DEFAULT_LEASE_SECONDS,
     Checkpointer,
     CheckpointWrite,
+    DecisionEdit,
     StepCommit,
     check_decision,
+    check_task_edit,
     decision_status,
     owner_is_dead,
     task_refusal,
+)
+from agentnb.store.sqlite_tasks import (
+    edit_checkpoint,
+    record_edit,
+    settle,
+    with_edit,
 )
 
 if TYPE_CHECKING:
@@ -281,7 +289,7 @@ class SqliteCheckpointer(Checkpointer):
                     (*entry, run_id, fence, now + lease_seconds / 2),
                 ).rowcount
                 if inserted:
-                    self._settle(db, run_id, change)
+                    settle(db, run_id, change)
                     return
             updated = db.execute(
                 "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
@@ -301,27 +309,7 @@ class SqliteCheckpointer(Checkpointer):
             if not updated:
                 raise LeaseLost(run_id, fence)
             db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", entry)
-            self._settle(db, run_id, change)
-
-    @staticmethod
-    def _settle(db: sqlite3.Connection, run_id: str, change: StepCommit) -> None:
-        """A superstep's side tables: held tasks saved; pending writes and holds cleared."""
-        if change.settles is not None:
-            for table in ("pending_writes", "pending_tasks"):
-                db.execute(
-                    f"DELETE FROM {table} WHERE run_id = ? AND step <= ?",
-                    (run_id, change.settles),
-                )
-        if change.holds:
-            db.execute(
-                "UPDATE pending_writes SET events = '[]' WHERE run_id = ? AND step = ?",
-                (run_id, change.step),
-            )
-        for task_id, node, digest in change.holds:
-            db.execute(
-                "INSERT OR IGNORE INTO pending_tasks VALUES (?, ?, ?, ?, ?, 'pending', NULL, NULL)",
-                (run_id, change.step, task_id, node, digest),
-            )
+            settle(db, run_id, change)
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
         with self._write() as db:
@@ -389,12 +377,16 @@ class SqliteCheckpointer(Checkpointer):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
         if task is not None or self._read(
             "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
         ):
-            return self._decide_task(run_id, decision, approver, comment, expected_digest, task)
+            check_task_edit(edit)
+            return self._decide_task(
+                run_id, decision, approver, comment, expected_digest, task, edit
+            )
         refusal: DecisionError | RunNotFound | None = None
         node: str | None = None
         step: int | None = None
@@ -424,10 +416,14 @@ class SqliteCheckpointer(Checkpointer):
                 ).fetchone()
                 kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
                 payload = {"by": approver, "comment": comment, "digest": digest}
+                edit = edit if decision == "approved" else None
+                cp = edit_checkpoint(db, run_id, edit)
+                if edit is not None:
+                    payload.update(edit.audit())
                 event = Event(run_id, seq + 1, step, kind, node, payload, now)
                 db.execute(
-                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
-                    (run_id, seq + 1, step, node, pack([event]), now),
+                    f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, seq + 1, step, node, cp[0], pack([event]), now, cp[1]),
                 )
                 reason = None
             else:
@@ -460,6 +456,8 @@ class SqliteCheckpointer(Checkpointer):
                     now,
                 ),
             ).fetchone()[0]
+            if refusal is None and edit is not None:
+                record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
         if refusal is not None:
             raise refusal
         return Decision(
@@ -475,6 +473,7 @@ class SqliteCheckpointer(Checkpointer):
             accepted=True,
             reason=None,
             at=now,
+            edit=None if edit is None else edit.audit(),
         )
 
     def _decide_task(
@@ -485,6 +484,7 @@ class SqliteCheckpointer(Checkpointer):
         comment: str | None,
         expected_digest: str | None,
         task: str | None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         """Decide one held task of a superstep, exactly once: a conditional update of its row."""
         refusal: Exception | None = None
@@ -533,6 +533,8 @@ class SqliteCheckpointer(Checkpointer):
                     )
                 kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
                 payload = {"by": approver, "comment": comment, "digest": digest, "task": task}
+                if edit is not None:
+                    payload.update(edit.audit())
                 event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
                 db.execute(
                     f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
@@ -566,6 +568,8 @@ class SqliteCheckpointer(Checkpointer):
                     now,
                 ),
             ).fetchone()[0]
+            if refusal is None and edit is not None:
+                record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
         if refusal is not None:
             raise refusal
         return Decision(
@@ -581,6 +585,7 @@ class SqliteCheckpointer(Checkpointer):
             accepted=True,
             reason=None,
             at=now,
+            edit=None if edit is None else edit.audit(),
         )
 
     # -- reading -------------------------------------------------------------------------
@@ -630,14 +635,16 @@ class SqliteCheckpointer(Checkpointer):
         return found
 
     def decisions(self, run_id: str | None = None) -> list[Decision]:
+        edits = "LEFT JOIN decision_edits ON decision_id = id"
         if run_id is None:
-            rows = self._read(f"SELECT {DECISION_COLUMNS} FROM decisions ORDER BY id")
+            rows = self._read(f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} ORDER BY id")
         else:
             rows = self._read(
-                f"SELECT {DECISION_COLUMNS} FROM decisions WHERE run_id = ? ORDER BY id",
+                f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} WHERE run_id = ? "
+                "ORDER BY id",
                 (run_id,),
             )
-        return [decision_row(r) for r in rows]
+        return [with_edit(decision_row(r[:-1]), r[-1]) for r in rows]
 
     # -- side effects ----------------------------------------------------------------------
 

@@ -31,3 +31,14 @@ CREATE TABLE pending_tasks (
     decided_at  REAL,
     PRIMARY KEY (run_id, step, task_id)
 ) WITHOUT ROWID;
+
+-- What an accepted approval carried besides its yes: the edited keys and the digest of the
+-- state approved, or the answer to a node's question. Kept beside the append-only audit.
+CREATE TABLE decision_edits (
+    decision_id  INTEGER PRIMARY KEY,
+    edit         TEXT NOT NULL
+);
+CREATE TRIGGER decision_edits_append_only_update BEFORE UPDATE ON decision_edits
+BEGIN SELECT RAISE(ABORT, 'the decision audit is append-only'); END;
+CREATE TRIGGER decision_edits_append_only_delete BEFORE DELETE ON decision_edits
+BEGIN SELECT RAISE(ABORT, 'the decision audit is append-only'); END;
