@@ -46,6 +46,12 @@ class NodeSpec:
     timeout: float | None = None
     retry: Retry | None = None
     breaker: CircuitBreaker | None = None
+    subgraph: StateGraph | None = None
+    """A graph run as this node (its own run, nested under the parent's)."""
+    input_keys: tuple[str, ...] | None = None
+    """The parent's keys a subgraph starts with (all of them when ``None``)."""
+    output_keys: tuple[str, ...] | None = None
+    """The subgraph's keys that come back to the parent (every changed one when ``None``)."""
 
     @property
     def guarded(self) -> bool:
@@ -118,6 +124,17 @@ def _arity(fn: NodeFn, name: str) -> bool:
     return len(required) >= 2 or named_ctx or varargs
 
 
+def _subgraph_of(fn: object) -> StateGraph | None:
+    if isinstance(fn, StateGraph):
+        return fn
+    graph = getattr(fn, "graph", None)  # a compiled Workflow keeps its StateGraph
+    return graph if isinstance(graph, StateGraph) and hasattr(fn, "checkpointer") else None
+
+
+async def _run_subgraph(state: dict[str, Any]) -> None:  # the driver runs subgraphs itself
+    raise AssertionError("a subgraph node is driven by the runtime, never called")
+
+
 def _is_async(fn: NodeFn) -> bool:
     import inspect
 
@@ -174,12 +191,20 @@ class StateGraph(Drawable):
         timeout: float | None = None,
         retry: Retry | int | None = None,
         breaker: CircuitBreaker | None = None,
+        input_keys: Sequence[str] | None = None,
+        output_keys: Sequence[str] | None = None,
     ) -> Self:
         """Add a node: ``fn(state)`` or ``fn(state, ctx)``, sync or async, returning a delta.
 
+        ``fn`` may also be a graph (a ``StateGraph`` or a compiled ``Workflow``): a
+        *subgraph*. It runs as a run of its own, nested under this one in the same store
+        (``run.children()``), on the parent's state (or only ``input_keys``); when it ends,
+        the keys it changed (or only ``output_keys``) come back as this node's delta.
+        An interrupt inside it pauses the parent, and is decided from the parent.
+
         Args:
             name: unique within the graph.
-            fn: the node's function.
+            fn: the node's function, or a graph.
             description: shown in diagrams.
             timeout: seconds an attempt may take before it is cancelled.
             retry: a :class:`~agentnb.resilience.Retry` policy, or a number of attempts.
@@ -192,6 +217,31 @@ class StateGraph(Drawable):
                 f"node {name!r} is already defined",
                 culprit=name,
                 fix="Give each node a unique name.",
+            )
+        subgraph = _subgraph_of(fn)
+        if subgraph is not None:
+            if subgraph is self:
+                raise DefinitionError(
+                    f"node {name!r}: a graph cannot be a node of itself",
+                    culprit=name,
+                    fix="Build the inner graph separately.",
+                )
+            self.nodes[name] = NodeSpec(
+                name,
+                _run_subgraph,
+                False,
+                True,
+                description or f"subgraph {subgraph.name!r}",
+                subgraph=subgraph,
+                input_keys=None if input_keys is None else tuple(input_keys),
+                output_keys=None if output_keys is None else tuple(output_keys),
+            )
+            return self
+        if input_keys is not None or output_keys is not None:
+            raise DefinitionError(
+                f"node {name!r}: input_keys/output_keys apply to subgraphs only",
+                culprit=name,
+                fix="Pass a StateGraph or Workflow as the node, or drop the keys.",
             )
         if not callable(fn):
             raise DefinitionError(

@@ -37,6 +37,7 @@ from agentnb.errors import (
 from agentnb.graph.builder import END
 from agentnb.graph.questions import Asked
 from agentnb.graph.state import apply_delta, merge_writes
+from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
 from agentnb.resilience import guarded_call
 from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
@@ -90,6 +91,7 @@ class Driver:
         self._seqs = itertools.count(position.record.seq + 1)
         self.ran: dict[str, dict[str, Any]] = {}  # task id -> delta, in this call
         self.recovered: list[str] = []  # tasks whose saved result this call merged
+        self.stepping = False  # driving one superstep: subgraphs advance one of theirs
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
@@ -165,6 +167,7 @@ class Driver:
             self.frontier = Frontier.at(cp.node, cp.tasks)
         self.start = dataclasses.replace(self.start, record=record)
         self._seqs = itertools.count(record.seq + 1)
+        self.stepping = max_supersteps == 1
         try:
             if record.status == Status.PENDING or record.status.finished:
                 return
@@ -238,13 +241,18 @@ class Driver:
                     except _Failure as failure:
                         self._fail(node, step, failure.error)
                         raise failure.error from failure.error.__cause__
-                    except Asked as asked:
+                    except (Asked, ChildPaused) as asked:
                         hold = self._hold([tasks[0]], step, state_json, {node: asked}, rows=False)
                         for event in hold:
                             yield event
                         return
+                    except ChildStepped as stepped:  # the parent's step is the child's
+                        for event in stepped.events:
+                            yield event
+                        return
                     self.ran[node] = delta
-                    new_state, new_json = self._merge_one(node, step, state, delta)
+                    reduce = wf.nodes[node].subgraph is None  # a subgraph merged already
+                    new_state, new_json = self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
                     if simple is None:
                         new_frontier, leads = self._route(tasks, step, new_json, ())
@@ -255,12 +263,14 @@ class Driver:
                     events.append(self._update(node, node, step + 1, delta, lead))
                 else:
                     results: dict[str, dict[str, Any]] = {}
-                    questions: dict[str, Asked] = {}
+                    questions: dict[str, Asked | ChildPaused] = {}
                     runnable = [t for t in tasks if t not in held] if held else tasks
                     async for event in self._superstep(
                         runnable, step, state_json, results, questions
                     ):
                         yield event
+                    if len(results) + len(held) + len(questions) < len(tasks):
+                        return  # a subgraph advanced one superstep of its own: not done
                     if held or questions:
                         waiting = [t for t in tasks if t in held or t.id in questions]
                         for event in self._hold(waiting, step, state_json, questions):
@@ -352,8 +362,15 @@ class Driver:
         """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
         writes = [(t.id, results[t.id]) for t in tasks]
         try:
+            nodes = self.workflow.nodes
+            nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
             merged = merge_writes(
-                state, writes, self.workflow.reducers, run_id=self.run_id, step=step
+                state,
+                writes,
+                self.workflow.reducers,
+                run_id=self.run_id,
+                step=step,
+                replacing=nested,
             )
             return merged, dumps(merged)
         except (ConflictingUpdate, InvalidState) as exc:
@@ -375,11 +392,16 @@ class Driver:
         return self._event(_STATE_UPDATE, node, step, payload)
 
     def _merge_one(
-        self, node: str, step: int, state: dict[str, Any], delta: dict[str, Any]
+        self,
+        node: str,
+        step: int,
+        state: dict[str, Any],
+        delta: dict[str, Any],
+        reduce: bool = True,
     ) -> tuple[dict[str, Any], str]:
         """Merge one task's delta; on any failure the run fails with its state intact."""
         try:
-            new_state = apply_delta(state, delta, self.workflow.reducers)
+            new_state = apply_delta(state, delta, self.workflow.reducers if reduce else {})
             return new_state, dumps(new_state)
         except InvalidState as exc:
             self._fail(node, step, exc)
@@ -410,7 +432,7 @@ class Driver:
         step: int,
         state_json: str,
         results: dict[str, dict[str, Any]],
-        questions: dict[str, Asked],
+        questions: dict[str, Asked | ChildPaused],
     ) -> AsyncIterator[Event]:
         """Run the tasks not saved yet, concurrently, saving each result as it finishes.
 
@@ -436,7 +458,7 @@ class Driver:
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
 
-        async def run(task: Task) -> dict[str, Any] | Asked:
+        async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
 
             def sink(type: str, payload: dict[str, Any]) -> None:
@@ -445,7 +467,7 @@ class Driver:
             async with limit:
                 try:
                     return await self._invoke(task, step, state_json, sink, threaded=True)
-                except Asked as asked:
+                except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 
         running = {asyncio.ensure_future(run(t)): t for t in todo}
@@ -456,7 +478,11 @@ class Driver:
                     task = running.pop(future)
                     delta = future.result()  # raises _Failure: the finally cancels the rest
                     events = buffers[task.id]
-                    if isinstance(delta, Asked):  # no result to save: it runs again later
+                    if isinstance(delta, ChildStepped):  # unfinished: runs on next time
+                        for event in delta.events:
+                            yield event
+                        continue
+                    if isinstance(delta, Asked | ChildPaused):  # no result: runs again later
                         questions[task.id] = delta
                         self.pending += events
                         for event in events:
@@ -495,6 +521,13 @@ class Driver:
 
         node = task.node
         spec = self.workflow.nodes[node]
+        if spec.subgraph is not None:
+            try:
+                return await drive_child(
+                    self.workflow, self.run_id, task, step, state_json, stepping=self.stepping
+                )
+            except NodeFailed as exc:
+                raise _Failure(node, exc) from None
         ctx = (
             NodeContext(self.store, self.run_id, node, step, sink, task.id)
             if spec.takes_ctx
@@ -616,7 +649,7 @@ class Driver:
         held: Sequence[Task],
         step: int,
         state_json: str,
-        questions: Mapping[str, Asked] | None = None,
+        questions: Mapping[str, Asked | ChildPaused] | None = None,
         *,
         rows: bool = True,
     ) -> list[Event]:
@@ -635,10 +668,13 @@ class Driver:
             asked = questions.get(task.id)
             payload: dict[str, Any] = {"when": "before", "after": None}
             where = task.id
-            if asked is not None:
+            if isinstance(asked, Asked):
                 payload = {"when": "input", "after": None, "question": asked.question}
                 payload.update(key=asked.key, index=asked.index)
                 where = asked.key
+            elif asked is not None:  # inside a subgraph: decided from here
+                payload = {"when": "child", "after": None, "child": asked.child}
+                where = asked.child
             digest = pending_digest(self.run_id, where, step, state_json)
             holds.append((task.id, task.node, digest))
             payload.update(digest=digest, state=state)

@@ -431,9 +431,27 @@ class Run(Drawable, HasTimeline, Viewable):
         :meth:`approve`).
         """
         edit = None
+        inside = self._inside(task)
+        if inside is not None:  # the pause is in a subgraph: decide it there first
+            child, name = inside
+            if child.record.status == Status.PENDING:
+                child.decide(decision, by=by, comment=comment, update=update)
+            update = None
+            task = name if self.pending() else None
         if update is not None and decision == "approved":
             edit, expected_digest = self._edit(update, expected_digest)
         return self._decide(decision, by, comment, expected_digest, task, edit)
+
+    def _inside(self, task: str | None) -> tuple[Run, str] | None:
+        """The child run the current pause is in (and the task it runs as), if any."""
+        paused = self._questions("child")
+        if task is not None:
+            paused = {t: p for t, p in paused.items() if t == task}
+        if len(paused) != 1:
+            return None
+        name, pause = next(iter(paused.items()))
+        child = Run._attach(self.workflow._child(pause["node"]), pause["child"])
+        return child, name
 
     def _decide(
         self,
@@ -534,10 +552,14 @@ class Run(Drawable, HasTimeline, Viewable):
         if record.status != Status.PENDING:
             return None
         asked = self._questions()
+        if not asked:
+            inside = self._inside(None)
+            return None if inside is None else inside[0].question
         return next(iter(asked.values()), None)
 
-    def _questions(self) -> dict[str, dict[str, Any]]:
-        """The unanswered questions of the current pause, by task id."""
+    def _questions(self, when: str = "input") -> dict[str, dict[str, Any]]:
+        """The unanswered questions (or the paused subgraphs, ``when="child"``) of the
+        current pause, by task id."""
         waiting = [t.task_id for t in self.pending()]
         latest: dict[str, Event] = {}
         for event in self._store.events(self.run_id):
@@ -546,11 +568,11 @@ class Run(Drawable, HasTimeline, Viewable):
         found: dict[str, dict[str, Any]] = {}
         for task in waiting or [""]:
             paused = latest.get(task)
-            if paused is not None and paused.payload.get("when") == "input":
+            if paused is not None and paused.payload.get("when") == when:
                 p = paused.payload
                 name = task or str(paused.node)
-                found[name] = {**p["question"], "task": name, "digest": p["digest"]}
-                found[name]["key"] = p["key"]
+                found[name] = {**p.get("question", {}), "task": name, "digest": p["digest"]}
+                found[name].update(key=p.get("key"), child=p.get("child"), node=paused.node)
         return found
 
     def respond(
@@ -576,6 +598,13 @@ class Run(Drawable, HasTimeline, Viewable):
         from agentnb.graph.questions import answer_problems
 
         check_decision("approved", by)
+        inside = self._inside(task)
+        if inside is not None:  # the question is in a subgraph: answer it there
+            child, name = inside
+            if child.record.status == Status.PENDING:
+                child.respond(value, by=by, comment=comment)
+            held = name if self.pending() else None
+            return self._decide("approved", by, comment, expected_digest, held, None)
         asked = self._questions()
         if task is not None:
             asked = {t: q for t, q in asked.items() if t == task}
@@ -595,6 +624,12 @@ class Run(Drawable, HasTimeline, Viewable):
         held = name if self.pending() else None
         digest = expected_digest or question["digest"]
         return self._decide("approved", by, comment, digest, held, edit)
+
+    def children(self) -> list[Run]:
+        """The runs of this run's subgraph nodes (each may have children of its own)."""
+        from agentnb.graph.subgraph import children
+
+        return children(self)
 
     def pending(self) -> list[PendingTask]:
         """The tasks of this superstep awaiting approval, when an interrupt holds several.

@@ -62,11 +62,15 @@ def merge_writes(
     *,
     run_id: str = "?",
     step: int = 0,
+    replacing: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Merge the deltas of one superstep, ``(task id, delta)`` in merge order.
 
     Each delta goes through the reducers in turn, so the result does not depend on which
     task finished first. A key written by two tasks must have a reducer.
+
+    The tasks in ``replacing`` (subgraphs, which merged with the reducers already) set
+    their keys' values as they are.
 
     Raises:
         ConflictingUpdate: two tasks wrote a key that has no reducer.
@@ -80,6 +84,6 @@ def merge_writes(
             if first != task:
                 raise ConflictingUpdate(run_id, key, (first, task), step)
     merged = state
-    for _, delta in writes:
-        merged = apply_delta(merged, delta, reducers)
+    for task, delta in writes:
+        merged = apply_delta(merged, delta, {} if task in replacing else reducers)
     return merged

@@ -62,6 +62,7 @@ class Workflow(Drawable):
                 f"lease_seconds must be positive, not {lease_seconds!r}", culprit="lease_seconds"
             )
         self.name = graph.name
+        self.graph = graph
         self.nodes: Mapping[str, NodeSpec] = dict(graph.nodes)
         self.edges: Mapping[str, tuple[str, ...]] = {s: tuple(t) for s, t in graph.edges.items()}
         self.joins: tuple[Join, ...] = tuple(graph.joins)
@@ -86,14 +87,31 @@ class Workflow(Drawable):
             and name not in in_joins
             and len(self.edges.get(name, ())) <= 1
         }
-        self.shape = _shape_digest(self)
         if checkpointer is None:
             from agentnb.store.memory import MemoryCheckpointer
 
             checkpointer = MemoryCheckpointer()
         self.checkpointer = checkpointer
+        self._children: dict[str, Workflow] = {}
+        self.shape = _shape_digest(self)
         self.listeners: list[Callable[[Event], None]] = []
         self._pool: Executor | None = None
+
+    def _child(self, node: str) -> Workflow:
+        """The workflow of subgraph node ``node``, bound to this workflow's store."""
+        child = self._children.get(node)
+        if child is None:
+            graph = self.nodes[node].subgraph
+            assert graph is not None
+            child = Workflow(
+                graph,
+                self.checkpointer,
+                max_steps=graph.max_steps,
+                lease_seconds=self.lease_seconds,
+                max_concurrency=self.max_concurrency,
+            )
+            self._children[node] = child
+        return child
 
     def _threads(self) -> Executor:
         """The pool sync nodes of a superstep run in (``max_concurrency`` threads)."""
@@ -305,4 +323,7 @@ def _shape_digest(wf: Workflow) -> str:
     }
     if wf.joins:  # only when present: linear graphs keep the fingerprint of older runs
         shape["joins"] = [[list(j.sources), j.target] for j in wf.joins]
+    nested = {n: s.subgraph for n, s in sorted(wf.nodes.items()) if s.subgraph is not None}
+    if nested:
+        shape["subgraphs"] = {n: wf._child(n).shape for n in nested}
     return hashlib.sha256(dumps(shape).encode()).hexdigest()[:16]
