@@ -36,6 +36,7 @@ from agentnb.errors import (
 )
 from agentnb.graph.builder import END
 from agentnb.graph.questions import Asked
+from agentnb.graph.run import NodeContext
 from agentnb.graph.state import apply_delta, merge_writes
 from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
@@ -45,7 +46,6 @@ from agentnb.store.records import Event, EventType, PendingWrite, RunRecord, Sta
 
 if TYPE_CHECKING:
     from agentnb.graph.builder import NodeSpec
-    from agentnb.graph.run import NodeContext
     from agentnb.graph.workflow import Workflow
 
 __all__ = ["Driver", "Position"]
@@ -195,7 +195,7 @@ class Driver:
         try:
             while True:
                 if frontier is None:
-                    tasks: tuple[Task, ...] = () if node == END else (Task(node, node),)
+                    tasks: tuple[Task, ...] = () if node == END else (wf.plain[node],)
                     gated = node if node in before else None
                 else:
                     tasks = plan(wf, frontier)
@@ -251,7 +251,7 @@ class Driver:
                             yield event
                         return
                     self.ran[node] = delta
-                    reduce = wf.nodes[node].subgraph is None  # a subgraph merged already
+                    reduce = node not in wf.nested  # a subgraph merged its keys already
                     new_state, new_json = self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
                     if simple is None:
@@ -260,7 +260,11 @@ class Driver:
                     else:
                         nxt, lead = simple, [simple]
                     events = self.pending
-                    events.append(self._update(node, node, step + 1, delta, lead))
+                    if simple is None:
+                        events.append(self._update(node, node, step + 1, delta, lead))
+                    else:
+                        update = {"delta": delta, "next": simple}
+                        events.append(self._event(_STATE_UPDATE, node, step + 1, update))
                 else:
                     results: dict[str, dict[str, Any]] = {}
                     questions: dict[str, Asked | ChildPaused] = {}
@@ -517,10 +521,23 @@ class Driver:
         Raises:
             _Failure: carrying the typed error (NodeFailed, BreakerOpen, InvalidState).
         """
-        from agentnb.graph.run import NodeContext
-
         node = task.node
         spec = self.workflow.nodes[node]
+        if not threaded and task.payload is None and node in self.workflow.direct:
+            # The common case, kept lean: an unguarded function on the loop's thread.
+            try:
+                if spec.takes_ctx:
+                    context = NodeContext(self.store, self.run_id, node, step, sink, task.id)
+                    result = spec.fn(loads(state_json), context)
+                else:
+                    result = spec.fn(loads(state_json))
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                error = NodeFailed(self.run_id, node, step, exc)
+                error.__cause__ = exc
+                raise _Failure(node, error) from None
+            return self._checked(node, step, result)
         if spec.subgraph is not None:
             try:
                 return await drive_child(
@@ -565,9 +582,7 @@ class Driver:
                 result = fn(fresh(), ctx) if ctx else fn(fresh())
                 if inspect.isawaitable(result):
                     result = await result
-            if result is None:
-                result = {}
-            elif not isinstance(result, dict):
+            if result is not None and not isinstance(result, dict):
                 raise TypeError(
                     f"a node returns a dict of changes or None, not {type(result).__name__}"
                 )
@@ -578,6 +593,19 @@ class Driver:
             error = NodeFailed(self.run_id, node, step, exc)
             error.__cause__ = exc
             raise _Failure(node, error) from None
+        return self._checked(node, step, result)
+
+    def _checked(self, node: str, step: int, result: Any) -> dict[str, Any]:
+        """The node's result as a JSON delta (a copy), or a typed failure."""
+        if result is None:
+            return {}
+        if not isinstance(result, dict):
+            error = TypeError(
+                f"a node returns a dict of changes or None, not {type(result).__name__}"
+            )
+            failed = NodeFailed(self.run_id, node, step, error)
+            failed.__cause__ = error
+            raise _Failure(node, failed)
         try:
             delta: dict[str, Any] = loads(dumps(result, root=f"delta of {node!r}"))
             if delta != result:  # tuples became lists (fine) or keys became strings (not)

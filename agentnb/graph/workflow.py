@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Workflow"]
 
+_POOLS: dict[int, Executor] = {}
+
 
 class Workflow(Drawable):
     """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``."""
@@ -76,6 +78,14 @@ class Workflow(Drawable):
         self.entry = _validate(graph)
         self.order = {name: i for i, name in enumerate(self.nodes)}
         """Each node's declaration index: the merge order of a superstep."""
+        from agentnb.graph.superstep import Task
+
+        self.plain: Mapping[str, Task] = {name: Task(name, name) for name in self.nodes}
+        self.nested = frozenset(n for n, spec in self.nodes.items() if spec.subgraph is not None)
+        self.direct = frozenset(
+            n for n, spec in self.nodes.items() if not spec.guarded and spec.subgraph is None
+        )
+        """Nodes the driver calls straight away: no timeout, retry, breaker or subgraph."""
         in_joins = {source for join in self.joins for source in join.sources}
         self.joined = frozenset(in_joins)
         # The one node that follows each node whose way on needs no routing: no branch,
@@ -95,7 +105,6 @@ class Workflow(Drawable):
         self._children: dict[str, Workflow] = {}
         self.shape = _shape_digest(self)
         self.listeners: list[Callable[[Event], None]] = []
-        self._pool: Executor | None = None
 
     def _child(self, node: str) -> Workflow:
         """The workflow of subgraph node ``node``, bound to this workflow's store."""
@@ -114,14 +123,18 @@ class Workflow(Drawable):
         return child
 
     def _threads(self) -> Executor:
-        """The pool sync nodes of a superstep run in (``max_concurrency`` threads)."""
-        if self._pool is None:
+        """The pool sync nodes of a superstep run in (``max_concurrency`` threads).
+
+        One pool per size for the whole process: workflows are cheap to compile, and
+        threads are not.
+        """
+        pool = _POOLS.get(self.max_concurrency)
+        if pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(
-                self.max_concurrency, thread_name_prefix=f"agentnb-{self.name}"
-            )
-        return self._pool
+            pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="agentnb-task")
+            pool = _POOLS.setdefault(self.max_concurrency, pool)
+        return pool
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener(event)`` for every event this process saves for this workflow.
