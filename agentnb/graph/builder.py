@@ -361,6 +361,7 @@ class StateGraph(Drawable):
         max_steps: int | None = None,
         lease_seconds: float = 30.0,
         max_concurrency: int = 16,
+        keep_streams: bool = True,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
@@ -372,6 +373,8 @@ class StateGraph(Drawable):
             lease_seconds: how long a worker's claim on a run lasts without a write.
             max_concurrency: how many tasks of one superstep run at once (async nodes on
                 the event loop, sync nodes in a thread pool of this size).
+            keep_streams: save what nodes ``ctx.emit`` (one event per kind and step);
+                ``False`` streams it live only.
         """
         from agentnb.graph.workflow import Workflow
 
@@ -382,4 +385,5 @@ class StateGraph(Drawable):
             max_steps=steps,
             lease_seconds=lease_seconds,
             max_concurrency=max_concurrency,
+            keep_streams=keep_streams,
         )

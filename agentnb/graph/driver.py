@@ -38,6 +38,7 @@ from agentnb.graph.builder import END
 from agentnb.graph.questions import Asked
 from agentnb.graph.run import NodeContext
 from agentnb.graph.state import apply_delta, merge_writes
+from agentnb.graph.streams import Emitted, Live, Streams
 from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
 from agentnb.resilience import guarded_call
@@ -92,6 +93,7 @@ class Driver:
         self.ran: dict[str, dict[str, Any]] = {}  # task id -> delta, in this call
         self.recovered: list[str] = []  # tasks whose saved result this call merged
         self.stepping = False  # driving one superstep: subgraphs advance one of theirs
+        self.live: Live | None = None  # set by astream(mode="custom")
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
@@ -157,7 +159,7 @@ class Driver:
     def _fail(self, node: str, step: int, error: BaseException) -> None:
         self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
 
-    async def drive(self, max_supersteps: int | None) -> AsyncIterator[Event]:
+    async def drive(self, max_supersteps: int | None) -> AsyncIterator[Event | Emitted]:
         wf = self.workflow
         record = self.store.acquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
@@ -177,7 +179,9 @@ class Driver:
             if not self.released:
                 self.store.release(self.run_id, self.fence)
 
-    async def _loop(self, record: RunRecord, max_supersteps: int | None) -> AsyncIterator[Event]:
+    async def _loop(
+        self, record: RunRecord, max_supersteps: int | None
+    ) -> AsyncIterator[Event | Emitted]:
         wf = self.workflow
         step = record.step
         approved = record.status == Status.APPROVED
@@ -235,9 +239,18 @@ class Driver:
                     self.pending = [start]
                     yield start
                     try:
-                        delta = await self._invoke(
-                            tasks[0], step, state_json, self._sink(node, step)
-                        )
+                        call = self._invoke(tasks[0], step, state_json, self._sink(node, step))
+                        if self.live is None:
+                            delta = await call
+                        else:  # hand on what the node emits while it runs
+                            running = asyncio.ensure_future(call)
+                            while True:
+                                await self._wake({running})
+                                for item in self.live.drain():
+                                    yield item
+                                if running.done():
+                                    break
+                            delta = running.result()
                     except _Failure as failure:
                         self._fail(node, step, failure.error)
                         raise failure.error from failure.error.__cause__
@@ -269,10 +282,10 @@ class Driver:
                     results: dict[str, dict[str, Any]] = {}
                     questions: dict[str, Asked | ChildPaused] = {}
                     runnable = [t for t in tasks if t not in held] if held else tasks
-                    async for event in self._superstep(
+                    async for out in self._superstep(
                         runnable, step, state_json, results, questions
                     ):
-                        yield event
+                        yield out
                     if len(results) + len(held) + len(questions) < len(tasks):
                         return  # a subgraph advanced one superstep of its own: not done
                     if held or questions:
@@ -437,7 +450,7 @@ class Driver:
         state_json: str,
         results: dict[str, dict[str, Any]],
         questions: dict[str, Asked | ChildPaused],
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[Event | Emitted]:
         """Run the tasks not saved yet, concurrently, saving each result as it finishes.
 
         A task that asks a question (``ctx.interrupt``) ends in ``questions``; the others
@@ -474,10 +487,13 @@ class Driver:
                 except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 
-        running = {asyncio.ensure_future(run(t)): t for t in todo}
+        running: dict[Any, Task] = {asyncio.ensure_future(run(t)): t for t in todo}
         try:
             while running:
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                done = await self._wake(set(running))
+                if self.live is not None:
+                    for item in self.live.drain():
+                        yield item
                 for future in sorted(done, key=lambda f: self.workflow.order[running[f].node]):
                     task = running.pop(future)
                     delta = future.result()  # raises _Failure: the finally cancels the rest
@@ -511,6 +527,18 @@ class Driver:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
+    async def _wake(self, futures: set[Any]) -> set[Any]:
+        """Wait for a future to finish — or, when streaming live, for a node to emit."""
+        if self.live is None:
+            done, _ = await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
+            return done
+        emitted = asyncio.ensure_future(self.live.flag.wait())
+        try:
+            done, _ = await asyncio.wait({*futures, emitted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            emitted.cancel()
+        return done - {emitted}
+
     # -- calling one node ------------------------------------------------------------------
 
     async def _invoke(
@@ -527,12 +555,20 @@ class Driver:
             # The common case, kept lean: an unguarded function on the loop's thread.
             try:
                 if spec.takes_ctx:
-                    context = NodeContext(self.store, self.run_id, node, step, sink, task.id)
-                    result = spec.fn(loads(state_json), context)
+                    emitted = self._streams(task)
+                    context = NodeContext(
+                        self.store, self.run_id, node, step, sink, task.id, emitted.add
+                    )
+                    try:
+                        result = spec.fn(loads(state_json), context)
+                        if inspect.isawaitable(result):
+                            result = await result
+                    finally:
+                        emitted.flush(sink)
                 else:
                     result = spec.fn(loads(state_json))
-                if inspect.isawaitable(result):
-                    result = await result
+                    if inspect.isawaitable(result):
+                        result = await result
             except Exception as exc:
                 error = NodeFailed(self.run_id, node, step, exc)
                 error.__cause__ = exc
@@ -545,9 +581,10 @@ class Driver:
                 )
             except NodeFailed as exc:
                 raise _Failure(node, exc) from None
+        streams: Streams | None = self._streams(task) if spec.takes_ctx else None
         ctx = (
-            NodeContext(self.store, self.run_id, node, step, sink, task.id)
-            if spec.takes_ctx
+            NodeContext(self.store, self.run_id, node, step, sink, task.id, streams.add)
+            if streams is not None
             else None
         )
         if task.payload is None:
@@ -593,7 +630,13 @@ class Driver:
             error = NodeFailed(self.run_id, node, step, exc)
             error.__cause__ = exc
             raise _Failure(node, error) from None
+        finally:
+            if streams is not None:
+                streams.flush(sink)
         return self._checked(node, step, result)
+
+    def _streams(self, task: Task) -> Streams:
+        return Streams(self.workflow.keep_streams, self.live, self.run_id, task.node, task.id)
 
     def _checked(self, node: str, step: int, result: Any) -> dict[str, Any]:
         """The node's result as a JSON delta (a copy), or a typed failure."""

@@ -77,6 +77,7 @@ class NodeContext:
         "_asked",
         "_sink",
         "_store",
+        "_stream",
         "idempotency_key",
         "node",
         "run_id",
@@ -92,8 +93,10 @@ class NodeContext:
         step: int,
         sink: Callable[[str, dict[str, Any]], None],
         task_id: str | None = None,
+        stream: Callable[[str, Any], None] | None = None,
     ) -> None:
         self._store = store
+        self._stream = stream
         self._sink = sink  # records an event with the task in flight
         self.run_id = run_id
         self.node = node
@@ -176,16 +179,24 @@ class NodeContext:
             raise Asked(asked, key, index)
         return loads(stored)
 
-    def emit(self, type: str, payload: dict[str, Any] | None = None) -> None:
-        """Record a custom event; it is saved with this step and streamed after it."""
-        if type in _BUILTIN_TYPES or not isinstance(type, str) or not type:
+    def emit(self, kind: str, data: Any = None) -> None:
+        """Stream ``data`` (any JSON value: a token, a progress dict) out of the running node.
+
+        A reader of ``run.astream(mode="custom")`` gets it at once, as an
+        :class:`~agentnb.graph.streams.Emitted`. The store gets one event per kind at the
+        end of the step, ``{"data": [...], "count": n}`` (bounded: see
+        :mod:`agentnb.graph.streams`), or nothing with ``compile(keep_streams=False)``.
+        """
+        if kind in _BUILTIN_TYPES or not isinstance(kind, str) or not kind:
             raise AgentnbError(
-                f"ctx.emit({type!r}): custom event types must be non-empty strings other "
+                f"ctx.emit({kind!r}): custom event types must be non-empty strings other "
                 f"than the built-in ones ({', '.join(sorted(_BUILTIN_TYPES))})"
             )
-        payload = dict(payload or {})
-        check(payload, root=f"ctx.emit({type!r}) payload")
-        self._sink(type, payload)
+        check(data, root=f"ctx.emit({kind!r}) data")
+        if self._stream is None:
+            self._sink(kind, {"data": [data], "count": 1})
+        else:
+            self._stream(kind, data)
 
 
 @dataclass(frozen=True)
@@ -697,7 +708,7 @@ class Run(Drawable, HasTimeline, Viewable):
 
         driver = Driver(self.workflow, self.owner, self._position())
         try:
-            events = [e async for e in driver.drive(1)]
+            events = [e async for e in driver.drive(1) if isinstance(e, Event)]
         finally:
             self._adopt(driver.position)
         started = [e for e in events if e.type == EventType.NODE_START]
@@ -737,21 +748,33 @@ class Run(Drawable, HasTimeline, Viewable):
         """Sync twin of :meth:`arun`."""
         return run_sync(self.arun())
 
-    def astream(self) -> AsyncIterator[Event]:
-        """Drive the run to the next pause or the end, yielding events as they happen."""
-        return self._drive(max_nodes=None)
+    def astream(self, *, mode: str = "events") -> AsyncIterator[Any]:
+        """Drive the run to the next pause or the end, yielding as things happen.
 
-    def stream(self) -> Iterator[Event]:
+        ``mode="events"`` yields the run's :class:`~agentnb.Event` records;
+        ``mode="custom"`` yields what nodes emit (``ctx.emit``) while they run, each an
+        :class:`~agentnb.graph.streams.Emitted`.
+        """
+        if mode not in ("events", "custom"):
+            raise AgentnbError(f"astream(mode={mode!r}): use mode='events' or mode='custom'")
+        return self._drive(max_nodes=None, mode=mode)
+
+    def stream(self, *, mode: str = "events") -> Iterator[Any]:
         """Sync twin of :meth:`astream`."""
-        return iterate_sync(self._drive(max_nodes=None))
+        return iterate_sync(self.astream(mode=mode))
 
-    async def _drive(self, max_nodes: int | None) -> AsyncIterator[Event]:
+    async def _drive(self, max_nodes: int | None, mode: str = "events") -> AsyncIterator[Any]:
         from agentnb.graph.driver import Driver
 
         driver = Driver(self.workflow, self.owner, self._position())
+        if mode == "custom":
+            from agentnb.graph.streams import Emitted, Live
+
+            driver.live = Live()
         try:
             async for event in driver.drive(max_nodes):
-                yield event
+                if mode == "events" or isinstance(event, Emitted):
+                    yield event
         finally:
             self._adopt(driver.position)
 

@@ -42,6 +42,7 @@ class Workflow(Drawable):
         max_steps: int,
         lease_seconds: float,
         max_concurrency: int = 16,
+        keep_streams: bool = True,
     ) -> None:
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise DefinitionError(
@@ -74,6 +75,7 @@ class Workflow(Drawable):
         self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
         self.max_steps = max_steps
         self.max_concurrency = max_concurrency
+        self.keep_streams = bool(keep_streams)
         self.lease_seconds = float(lease_seconds)
         self.entry = _validate(graph)
         self.order = {name: i for i, name in enumerate(self.nodes)}
