@@ -30,6 +30,8 @@ from agentnb.errors import (
     MissingDependency,
     NodeFailed,
     NodeTimeout,
+    NotAuthorized,
+    PolicyUnavailable,
     RoutingError,
     RunBusy,
     RunNotFound,
@@ -37,6 +39,7 @@ from agentnb.errors import (
     StepBudgetExhausted,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
+from agentnb.identity import Identity
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store import (
     Checkpoint,
@@ -65,6 +68,7 @@ __all__ = [
     "DefinitionError",
     "Event",
     "EventType",
+    "Identity",
     "IncompatibleWorkflow",
     "InvalidDecision",
     "InvalidState",
@@ -73,6 +77,8 @@ __all__ = [
     "NodeContext",
     "NodeFailed",
     "NodeTimeout",
+    "NotAuthorized",
+    "PolicyUnavailable",
     "Retry",
     "RoutingError",
     "Run",

@@ -26,6 +26,7 @@ from agentnb.errors import (
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
 from agentnb.store.base import CheckpointWrite, new_owner
+from agentnb.store.policy import RunPolicy
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -202,8 +203,16 @@ class Run(Drawable, HasTimeline, Viewable):
         }
         if origin:
             payload["forked_from"] = origin
+        started_by = workflow.identity()
+        payload["started_by"] = started_by.name
         started = Event(run_id, 1, step, EventType.RUN_STARTED, node, payload, now)
-        workflow.checkpointer.create_run(record, CheckpointWrite(step, node, state_json), [started])
+        workflow.checkpointer.create_run(
+            record,
+            CheckpointWrite(step, node, state_json),
+            [started],
+            started_by=started_by,
+            policies=workflow.policies,
+        )
         if workflow.listeners:
             workflow._notify([started])
         return cls(workflow, record)
@@ -299,6 +308,11 @@ class Run(Drawable, HasTimeline, Viewable):
         """Digest of the state awaiting approval; pass it to ``approve`` to bind the decision."""
         return self.record.pending_digest
 
+    @property
+    def policy(self) -> RunPolicy:
+        """Who started the run, and who may decide its interrupts (stored at its start)."""
+        return self._store.run_policy(self.run_id)
+
     def history(self) -> list[Checkpoint]:
         """Every checkpoint, oldest first: the state after 0, 1, 2, ... nodes."""
         return self._store.checkpoints(self.run_id)
@@ -329,10 +343,21 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
     ) -> Decision:
-        """Record ``approved`` or ``rejected`` for the paused boundary (exactly once)."""
+        """Record ``approved`` or ``rejected`` for the paused boundary (exactly once).
+
+        ``by`` is the name kept in the audit; the interrupt's approver policy is checked
+        against ``workflow.identity()`` — who this process vouches for — and a refusal
+        raises :class:`~agentnb.NotAuthorized` (audited, nothing changed).
+        """
         seen = self._record.seq
         decision_record = self._store.decide(
-            self.run_id, decision, by, comment=comment, expected_digest=expected_digest
+            self.run_id,
+            decision,
+            by,
+            comment=comment,
+            expected_digest=expected_digest,
+            identity=self.workflow.identity(),
+            checks=self.workflow.policy_checks,
         )
         self._sync(self._store.get_run(self.run_id))
         if self.workflow.listeners:

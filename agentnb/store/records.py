@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from agentnb.identity import Identity
+
 __all__ = [
     "DECISIONS",
     "Checkpoint",
@@ -136,7 +138,11 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One line of the approval audit: accepted decisions and refused attempts alike."""
+    """One line of the approval audit: accepted decisions and refused attempts alike.
+
+    ``approver`` is the name given (``by=`` / ``--as``); ``identity`` is who the deciding
+    process vouched for, the one an approver policy was checked against.
+    """
 
     id: int
     run_id: str
@@ -150,6 +156,8 @@ class Decision:
     accepted: bool
     reason: str | None
     at: float = field(compare=False)
+    identity: Identity | None = None
+    """Who the deciding process vouched for (``approver`` is the name they gave)."""
 
     @property
     def at_iso(self) -> str:

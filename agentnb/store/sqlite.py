@@ -3,9 +3,13 @@
 Settings, and why:
 
 * ``journal_mode=WAL`` — readers (a widget, the CLI) never block the worker writing a step.
-* ``synchronous=NORMAL`` (default; pass ``synchronous="FULL"`` to change it) — in WAL mode a
-  committed step survives the process or kernel crashing; a power cut or OS crash may lose
-  the last few commits but never corrupts the file. ``FULL`` fsyncs every commit.
+* ``synchronous=NORMAL`` for steps (default; pass ``synchronous="FULL"`` to change it) — in
+  WAL mode a committed step survives the process or kernel crashing; a power cut or OS crash
+  may lose the last few commits but never corrupts the file. ``FULL`` fsyncs every commit.
+* decisions, refused attempts and effect-ledger writes are always committed at ``FULL`` (or
+  the store's level if stronger): the connection switches to it for that one transaction,
+  so an approval that was answered "accepted" — and the refund it released — survives an
+  OS crash or a power cut. Their fsync also makes every earlier step in the WAL durable.
 * ``busy_timeout`` (``timeout=30`` s) — a writer waits for another process's transaction
   instead of failing with "database is locked".
 * ``BEGIN IMMEDIATE`` for every write — the write lock is taken up front, so two processes
@@ -21,18 +25,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import dumps, loads
 from agentnb.errors import (
-    ApprovalNotPending,
-    DecisionError,
     LeaseLost,
     RunBusy,
     RunNotFound,
-    StaleApproval,
     StoreError,
 )
 from agentnb.store.base import (
@@ -41,19 +42,24 @@ from agentnb.store.base import (
     CheckpointWrite,
     StepCommit,
     check_decision,
-    decision_status,
     owner_is_dead,
 )
 
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
+from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store import sqlite_decisions
 from agentnb.store.migrate import LATEST, migrate
+from agentnb.store.policy import (
+    ApproverPolicy,
+    PolicyCheck,
+    RunPolicy,
+)
 from agentnb.store.records import (
     Checkpoint,
     Decision,
     Effect,
     Event,
-    EventType,
     RunRecord,
     Status,
 )
@@ -64,6 +70,8 @@ from agentnb.store.sqlite_rows import run as run_row
 __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+DURABLE = "FULL"
+"""The least ``synchronous`` level decisions, refusals and effects are committed at."""
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -72,7 +80,10 @@ class SqliteCheckpointer(Checkpointer):
     Args:
         path: the database file; created (with its directory's permissions) if missing.
         timeout: seconds a write waits for another process's transaction.
-        synchronous: SQLite's ``synchronous`` level, ``"NORMAL"`` (default) or ``"FULL"``.
+        synchronous: SQLite's ``synchronous`` level for steps, ``"NORMAL"`` (default) or
+            ``"FULL"``. Decisions and effects are committed at ``FULL`` at least, whatever it is.
+        identity: who this process is (a ``callable() -> Identity``) for runs started and
+            decisions made through this store; JupyterHub's user or the OS user by default.
 
     Example:
         >>> with SqliteCheckpointer(":memory:") as store:
@@ -81,14 +92,25 @@ class SqliteCheckpointer(Checkpointer):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, timeout: float = 30.0, synchronous: str = "NORMAL"
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        identity: IdentityProvider | None = None,
     ) -> None:
-        level = synchronous.upper()
+        level = synchronous.upper() if isinstance(synchronous, str) else str(synchronous)
         if level not in SYNCHRONOUS_LEVELS:
             raise StoreError(
                 f"synchronous={synchronous!r} is not a SQLite level; use one of "
                 f"{', '.join(SYNCHRONOUS_LEVELS)}"
             )
+        provider = check_provider(identity, "SqliteCheckpointer")
+        if provider is not None:
+            self.identity = provider
+        self.synchronous = level
+        # Decisions and effects: FULL, or the store's own level when that is stronger.
+        self._durable = max(level, DURABLE, key=SYNCHRONOUS_LEVELS.index)
         self.path = os.fspath(path)
         self._lock = threading.RLock()
         self._machines: SqliteMachineStore | None = None
@@ -130,25 +152,37 @@ class SqliteCheckpointer(Checkpointer):
             raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; ``durable`` commits it at ``FULL`` at least.
+
+        ``synchronous`` cannot change inside a transaction, so a durable write switches the
+        connection before ``BEGIN`` and back after the commit (or rollback).
+        """
         with self._lock:
             self._check_open()
             db = self._db
+            switch = durable and self._durable != self.synchronous
+            if switch:
+                db.execute(f"PRAGMA synchronous={self._durable}")
             try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            try:
-                db.execute("COMMIT")
-            except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
-                if db.in_transaction:
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+                try:
+                    yield db
+                except BaseException:
                     db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+                    raise
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+            finally:
+                if switch:
+                    db.execute(f"PRAGMA synchronous={self.synchronous}")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -164,7 +198,13 @@ class SqliteCheckpointer(Checkpointer):
     # -- runs ----------------------------------------------------------------------------
 
     def create_run(
-        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+        self,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        *,
+        started_by: Identity | None = None,
+        policies: Mapping[str, ApproverPolicy] | None = None,
     ) -> None:
         with self._write() as db:
             try:
@@ -197,12 +237,23 @@ class SqliteCheckpointer(Checkpointer):
                     run.created_at,
                 ),
             )
+            if started_by is not None or policies:
+                db.execute(
+                    "INSERT INTO run_policies VALUES (?, ?, ?)",
+                    (
+                        run.run_id,
+                        None if started_by is None else dumps(started_by.to_json()),
+                        dumps({k: p.to_json() for k, p in (policies or {}).items()}),
+                    ),
+                )
+
+    def run_policy(self, run_id: str) -> RunPolicy:
+        with self._lock:
+            self._check_open()
+            return sqlite_decisions.run_policy(self._db, run_id)
 
     def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
-        row = db.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise RunNotFound(run_id)
-        return run_row(row)
+        return sqlite_decisions.get_run(db, run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
@@ -313,89 +364,25 @@ class SqliteCheckpointer(Checkpointer):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        identity: Identity | None = None,
+        checks: Mapping[str, PolicyCheck] | None = None,
     ) -> Decision:
         check_decision(decision, approver)
-        refusal: DecisionError | RunNotFound | None = None
-        node: str | None = None
-        step: int | None = None
-        digest: str | None = None
-        with self._write() as db:
-            now = time.time()
-            row = db.execute(
-                "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, decided_at = ? "
-                "WHERE run_id = ? AND status = 'pending' AND (? IS NULL OR pending_digest = ?) "
-                "RETURNING pending_digest",
-                (
-                    str(decision_status(decision)),
-                    now,
-                    approver,
-                    now,
-                    run_id,
-                    expected_digest,
-                    expected_digest,
-                ),
-            ).fetchone()
-            if row is not None:
-                digest = row[0]
-                seq, step, node = db.execute(
-                    "SELECT seq, step, node FROM entries WHERE run_id = ? "
-                    "ORDER BY seq DESC LIMIT 1",
-                    (run_id,),
-                ).fetchone()
-                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-                payload = {"by": approver, "comment": comment, "digest": digest}
-                event = Event(run_id, seq + 1, step, kind, node, payload, now)
-                db.execute(
-                    "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, ?, ?)",
-                    (run_id, seq + 1, step, node, pack([event]), now),
-                )
-                reason = None
-            else:
-                try:
-                    current = self._get(db, run_id)
-                except RunNotFound as missing:
-                    refusal, reason = missing, "unknown run"
-                else:
-                    node, step, digest = current.node, current.step, current.pending_digest
-                    if current.status != Status.PENDING:
-                        refusal = ApprovalNotPending(run_id, current.status, current.decided_by)
-                        reason = f"not pending: {current.status}"
-                    else:
-                        refusal = StaleApproval(run_id, expected_digest or "", digest or "")
-                        reason = "stale: the pending state changed"
-            decision_id = db.execute(
-                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    run_id,
-                    node,
-                    step,
-                    decision,
-                    approver,
-                    comment,
-                    expected_digest,
-                    digest,
-                    int(refusal is None),
-                    reason,
-                    now,
-                ),
-            ).fetchone()[0]
-        if refusal is not None:
-            raise refusal
-        return Decision(
-            decision_id,
-            run_id,
-            node,
-            step,
-            decision,
-            approver,
-            comment,
-            expected_digest,
-            digest,
-            accepted=True,
-            reason=None,
-            at=now,
-        )
+        who = self._vouch(identity)
+        with self._write(durable=True) as db:
+            record, refused = sqlite_decisions.decide(
+                db,
+                run_id,
+                decision,
+                approver,
+                comment=comment,
+                expected_digest=expected_digest,
+                who=who,
+                checks=checks or {},
+            )
+        if refused is not None:  # raised once the attempt's audit row is committed
+            raise refused
+        return record
 
     # -- reading -------------------------------------------------------------------------
 
@@ -462,7 +449,7 @@ class SqliteCheckpointer(Checkpointer):
     def record_effect(
         self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
     ) -> str:
-        with self._write() as db:
+        with self._write(durable=True) as db:
             db.execute(
                 "INSERT OR IGNORE INTO effects VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key, run_id, step, node, name, result_json, time.time()),
