@@ -15,7 +15,7 @@ from typing import Any
 
 from agentnb import Identity, SqliteCheckpointer, StateGraph, Workflow
 from agentnb.errors import DecisionError
-from agentnb.store.policy import PendingRun
+from agentnb.store import PendingRun
 
 
 def finance_over_500(identity: Identity, run: PendingRun) -> bool:

@@ -63,10 +63,10 @@ def test_the_cli_is_bound_by_the_stored_approvers_and_separate_duties(tmp_path: 
     assert "policy   before:refund: approvers ada, bob; separate duties" in shown.stdout
     lines = [line for line in shown.stdout.splitlines() if " by " in line and "(identity" in line]
     assert [line.strip().split(" ", 1)[1] for line in lines] == [
-        "approved by bob (identity mallory (jupyterhub)): refused (not authorized: mallory is not among "
-        "the approvers of before:refund (ada, bob))",
-        "rejected by ada (identity ada (jupyterhub)): refused (not authorized: separate duties: ada "
-        "started the run (before:refund))",
+        "approved by bob (identity mallory (jupyterhub)): refused (not authorized: mallory is "
+        "not among the approvers of before:refund (ada, bob))",
+        "rejected by ada (identity ada (jupyterhub)): refused (not authorized: separate "
+        "duties: ada started the run (before:refund))",
         "approved by Robert (identity bob (jupyterhub)): accepted",
     ]
     as_json = json.loads(agentnb("eve", "show", run_id, "--db", str(db), "--json").stdout)

@@ -27,8 +27,8 @@ from agentnb import (
 from agentnb.errors import DecisionError, LeaseLost, StoreError
 from agentnb.examples import build_refund_workflow
 from agentnb.graph.run import Run
+from agentnb.store import PendingRun
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
-from agentnb.store.policy import PendingRun
 from agentnb.store.records import Event, RunRecord
 
 
@@ -294,7 +294,9 @@ def test_without_an_identity_the_store_vouches_with_its_provider(tmp_path: Path)
         SqliteCheckpointer(tmp_path / "p.sqlite3", identity=lambda: BOB),
     ):
         with store:
-            run = pending_run(store)
+            run = pending_run(store)  # a workflow without a provider uses the store's
+            assert run.workflow.identity() == BOB
+            assert store.run_policy(run.run_id).started_by == BOB
             assert store.decide(run.run_id, "approved", "whoever").identity == BOB
             assert store.decisions(run.run_id)[0].identity == BOB
 
@@ -432,6 +434,8 @@ def test_the_run_api_checks_the_workflows_identity_not_the_name_given(
     graph.add_interrupt_before("pay", approvers={"bob"})
     run = graph.compile(store, identity=lambda: who["now"]).start({})
     run.run()
+    assert run.policy.started_by == ADA
+    assert run.policy.interrupts["before:pay"].approvers == {"bob"}
     with pytest.raises(NotAuthorized):
         run.approve(by="bob")
     who["now"] = BOB
