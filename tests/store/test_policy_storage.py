@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentnb import Identity, NotAuthorized, SqliteCheckpointer, StateGraph, Status
+from agentnb.errors import StoreError
 from agentnb.store.migrate import LATEST, MIGRATIONS, _statements
 
 
@@ -84,3 +85,30 @@ def test_the_policy_is_read_back_by_a_store_that_never_saw_the_workflow(
         with pytest.raises(NotAuthorized):
             fresh.decide(run.run_id, "approved", "bob")  # eve, whatever she types
         assert fresh.events(run.run_id)[0].payload["started_by"] == "ada"
+
+
+def test_the_policy_is_checked_while_the_decision_holds_the_write_lock(tmp_path: Path) -> None:
+    """Nothing can decide (or move) the run between the check and the update: while the
+    policy runs, another connection cannot even begin a write."""
+    path = tmp_path / "lock.sqlite3"
+    seen: list[str] = []
+
+    def policy(identity: Identity, run: object) -> bool:
+        with SqliteCheckpointer(path, timeout=0.05) as other:
+            try:
+                other.decide(run_id, "rejected", "sneaky", identity=Identity("eve"))
+            except StoreError as exc:
+                seen.append(str(exc))
+        return True
+
+    graph = StateGraph("pay").add_node("pay", lambda s: None).set_entry_point("pay")
+    graph.add_interrupt_before("pay", approvers=policy)
+    with SqliteCheckpointer(path) as store:
+        run = graph.compile(store, identity=lambda: Identity("bob")).start({})
+        run_id = run.run_id
+        run.run()
+        assert run.approve(by="bob").accepted
+        assert run.status == Status.APPROVED
+        assert [d.approver for d in store.decisions(run_id)] == ["bob"]
+    assert len(seen) == 1
+    assert "database is locked" in seen[0]
