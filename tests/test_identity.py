@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import grp
 import os
 import pwd
@@ -53,3 +54,18 @@ def test_an_identity_round_trips_through_its_stored_form() -> None:
 def test_a_malformed_identity_is_a_definition_error(name: Any, groups: Any) -> None:
     with pytest.raises(DefinitionError):
         Identity(name, groups)
+
+
+def test_the_identity_and_approver_examples_in_the_docs_run() -> None:
+    import agentnb.identity
+    from agentnb import StateGraph
+
+    runner = doctest.DocTestRunner()
+    finder = doctest.DocTestFinder()
+    found = [
+        *finder.find(agentnb.identity),
+        *finder.find(StateGraph.add_interrupt_before, globs={"StateGraph": StateGraph}),
+    ]
+    for test in found:
+        runner.run(test)
+    assert runner.summarize(verbose=False) == (0, 5)
