@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -97,7 +98,9 @@ IdentityProvider = Callable[[], Identity]
 """Returns the identity the process vouches for; called at each start and decision."""
 
 
-def _os_identity() -> Identity:
+@functools.lru_cache(maxsize=8)
+def _os_identity(euid: int) -> Identity:
+    """The OS user ``euid`` and its groups (cached: the group database may be remote)."""
     try:
         import grp
         import pwd
@@ -105,7 +108,10 @@ def _os_identity() -> Identity:
         import getpass
 
         return Identity(getpass.getuser(), (), "os")
-    entry = pwd.getpwuid(os.geteuid())
+    try:
+        entry = pwd.getpwuid(euid)
+    except KeyError:  # a uid with no user entry (some containers): name it by number
+        return Identity(str(euid), (str(g) for g in os.getgroups()), "os")
     groups = set()
     for gid in os.getgrouplist(entry.pw_name, entry.pw_gid):
         try:
@@ -120,7 +126,7 @@ def current_identity() -> Identity:
     hub_user = os.environ.get("JUPYTERHUB_USER", "").strip()
     if hub_user:
         return Identity(hub_user, (), "jupyterhub")
-    return _os_identity()
+    return _os_identity(os.geteuid()) if hasattr(os, "geteuid") else _os_identity(-1)
 
 
 def check_provider(provider: object, where: str) -> IdentityProvider | None:
