@@ -66,6 +66,8 @@ class Identity:
                 culprit="identity",
                 fix="Return Identity('ada', groups=[...]) from the identity provider.",
             )
+        if not isinstance(groups, str):
+            groups = tuple(groups)  # a generator is read once
         if isinstance(groups, str) or not all(isinstance(g, str) for g in groups):
             raise DefinitionError(
                 f"identity {name!r}: groups must be a collection of strings, not {groups!r}",

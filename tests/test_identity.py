@@ -69,3 +69,7 @@ def test_the_identity_and_approver_examples_in_the_docs_run() -> None:
     for test in found:
         runner.run(test)
     assert runner.summarize(verbose=False) == (0, 5)
+
+
+def test_groups_may_come_from_any_iterable() -> None:
+    assert Identity("ada", (g for g in ["a", "b"])).groups == {"a", "b"}
