@@ -319,6 +319,8 @@ class StateGraph(Drawable):
     def _declare(
         self, when: str, nodes: Sequence[str], approvers: object, separate_duties: object
     ) -> None:
+        """Check every node's policy first: a refusal leaves the graph as it was."""
+        declared = {}
         for node in nodes:
             where = f"add_interrupt_{when}({node!r})"
             policy, check = declare(approvers, separate_duties, where)
@@ -332,7 +334,8 @@ class StateGraph(Drawable):
                     culprit=node,
                     fix="Declare an interrupt's approver policy once.",
                 )
-            self.policies[key] = (policy, check)
+            declared[key] = (policy, check)
+        self.policies.update(declared)
 
     def compile(
         self,

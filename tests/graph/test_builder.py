@@ -197,6 +197,10 @@ def test_an_interrupts_policy_is_declared_once() -> None:
     with pytest.raises(DefinitionError, match="already has approvers"):
         g.add_interrupt_before("a", approvers={"bob"})
     assert g.compile().policies["before:a"].approvers == {"ada"}
+    g.add_node("b", noop).add_edge("a", "b")
+    with pytest.raises(DefinitionError, match="already has approvers"):
+        g.add_interrupt_before("b", "a", approvers={"bob"})  # refused whole: b unchanged
+    assert (g.interrupts_before, set(g.policies)) == ({"a"}, {"before:a"})
 
 
 def test_the_compiled_workflow_keeps_stored_policies_and_callable_checks_apart() -> None:
