@@ -21,6 +21,7 @@ changes nothing.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,6 +141,15 @@ def declare(
     if approvers is None:
         return (ApproverPolicy(separate_duties=True), None) if separate_duties else (None, None)
     if callable(approvers) and not isinstance(approvers, Collection):
+        if inspect.iscoroutinefunction(approvers) or inspect.iscoroutinefunction(
+            getattr(approvers, "__call__", None)  # noqa: B004 - instances with an async __call__
+        ):
+            raise DefinitionError(
+                f"{where}: the policy {approvers!r} is async",
+                culprit=where,
+                fix="Make it a plain function policy(identity, run) -> bool: it runs inside "
+                "the decision's transaction, which must not wait on anything.",
+            )
         name = f"{getattr(approvers, '__module__', '?')}.{getattr(approvers, '__qualname__', '?')}"
         return ApproverPolicy(None, name, separate_duties), approvers
     fix = (

@@ -232,3 +232,11 @@ def test_a_provider_that_returns_no_identity_is_refused_before_anything_is_store
     with pytest.raises(DefinitionError, match="returned 'ada', not an Identity"):
         wf.start({})
     assert wf.runs() == []
+
+
+def test_an_async_approver_policy_is_refused_at_once() -> None:
+    async def policy(identity: Any, run: Any) -> bool:
+        return True
+
+    with pytest.raises(DefinitionError, match="is async"):
+        graph("a").add_interrupt_before("a", approvers=policy)
