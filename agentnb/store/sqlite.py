@@ -152,37 +152,43 @@ class SqliteCheckpointer(Checkpointer):
             raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
 
     @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; ``durable`` commits it at ``FULL`` at least.
+    def _durably(self, durable: bool) -> Iterator[None]:
+        """Commit what runs inside at ``FULL`` at least, when ``durable``.
 
-        ``synchronous`` cannot change inside a transaction, so a durable write switches the
-        connection before ``BEGIN`` and back after the commit (or rollback).
+        ``synchronous`` belongs to the connection and cannot change inside a transaction:
+        it is switched before ``BEGIN`` and back after the commit (or rollback).
         """
-        with self._lock:
+        switch = durable and self._durable != self.synchronous
+        if switch:
+            self._check_open()
+            self._db.execute(f"PRAGMA synchronous={self._durable}")
+        try:
+            yield
+        finally:
+            if switch:
+                self._db.execute(f"PRAGMA synchronous={self.synchronous}")
+
+    @contextmanager
+    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; ``durable`` commits it at ``FULL`` at least."""
+        with self._lock, self._durably(durable):
             self._check_open()
             db = self._db
-            switch = durable and self._durable != self.synchronous
-            if switch:
-                db.execute(f"PRAGMA synchronous={self._durable}")
             try:
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-                try:
-                    yield db
-                except BaseException:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
+                if db.in_transaction:
                     db.execute("ROLLBACK")
-                    raise
-                try:
-                    db.execute("COMMIT")
-                except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
-            finally:
-                if switch:
-                    db.execute(f"PRAGMA synchronous={self.synchronous}")
+                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
