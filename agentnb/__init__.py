@@ -32,6 +32,8 @@ from agentnb.errors import (
     MissingDependency,
     NodeFailed,
     NodeTimeout,
+    NotAuthorized,
+    PolicyUnavailable,
     RoutingError,
     RunBusy,
     RunNotFound,
@@ -41,6 +43,7 @@ from agentnb.errors import (
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
 from agentnb.graph.superstep import Send
+from agentnb.identity import Identity
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store import (
     Checkpoint,
@@ -70,6 +73,7 @@ __all__ = [
     "DefinitionError",
     "Event",
     "EventType",
+    "Identity",
     "IncompatibleWorkflow",
     "InvalidAnswer",
     "InvalidDecision",
@@ -79,6 +83,8 @@ __all__ = [
     "NodeContext",
     "NodeFailed",
     "NodeTimeout",
+    "NotAuthorized",
+    "PolicyUnavailable",
     "Retry",
     "RoutingError",
     "Run",

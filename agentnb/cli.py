@@ -1,7 +1,8 @@
 """The ``agentnb`` command: parse, call the public API, print.
 
 Exit codes: 0 done, 1 refused (the request was understood but not allowed: already decided,
-stale, unknown run), 2 usage (bad arguments, no such database). A user mistake never
+stale, not an allowed approver, a policy only the workflow's code can check, unknown
+run), 2 usage (bad arguments, no such database). A user mistake never
 prints a traceback.
 """
 
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 
 from agentnb import __version__
 from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
-from agentnb.store.records import Event, RunRecord, Status
+from agentnb.store.records import Decision, Event, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
 __all__ = ["main"]
@@ -99,6 +100,7 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         events = store.events(args.run)
         state = store.checkpoint(args.run).state
         decisions = store.decisions(args.run)
+        policy = store.run_policy(args.run)
     if args.json:
         json.dump(
             {
@@ -108,6 +110,20 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 "node": run.node,
                 "step": run.step,
                 "pending_digest": run.pending_digest,
+                "started_by": None if policy.started_by is None else policy.started_by.to_json(),
+                "approvers": {k: p.to_json() for k, p in policy.interrupts.items()},
+                "decisions": [
+                    {
+                        "decision": d.decision,
+                        "by": d.approver,
+                        "identity": None if d.identity is None else d.identity.to_json(),
+                        "accepted": d.accepted,
+                        "reason": d.reason,
+                        "comment": d.comment,
+                        "at": d.at_iso,
+                    }
+                    for d in decisions
+                ],
                 "state": state,
                 "events": [
                     {
@@ -130,6 +146,10 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"run      {run.run_id}\ngraph    {run.graph}\n")
     out.write(f"status   {_describe_status(run)}\n")
     out.write(f"step     {run.step} of max {run.max_steps}, next node {run.node!r}\n")
+    if policy.started_by is not None:
+        out.write(f"started  by {policy.started_by}\n")
+    for key, rule in sorted(policy.interrupts.items()):
+        out.write(f"policy   {key}: {rule.describe()}\n")
     if run.pending_digest and run.status == Status.PENDING:
         out.write(f"digest   {run.pending_digest}  (approve --digest binds to this state)\n")
     out.write("events\n   seq step  type          node               payload\n")
@@ -142,8 +162,15 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         for d in decisions:
             verdict = "accepted" if d.accepted else f"refused ({d.reason})"
             note = f" — {d.comment}" if d.comment else ""
-            out.write(f"  {d.at_iso} {d.decision} by {d.approver}: {verdict}{note}\n")
+            out.write(f"  {d.at_iso} {d.decision} by {_decider(d)}: {verdict}{note}\n")
     return OK
+
+
+def _decider(d: Decision) -> str:
+    """The name given and, beside it, who the deciding process vouched for."""
+    if d.identity is None:  # decided before agentnb recorded identities
+        return d.approver
+    return f"{d.approver} (identity {d.identity})"
 
 
 def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
@@ -155,7 +182,7 @@ def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
         run = store.get_run(args.run)
     out.write(
         f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
-        f"as {record.approver}\n"
+        f"as {_decider(record)}\n"
     )
     out.write(f"status: {_describe_status(run)}\n")
     return OK
@@ -272,7 +299,13 @@ def _parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=f"{verb} a pending run (decided once, audited)")
         cmd.add_argument("run", help="the run id")
         cmd.add_argument("--db", required=True, help="the SQLite checkpoint file")
-        cmd.add_argument("--as", dest="approver", required=True, help="who decides")
+        cmd.add_argument(
+            "--as",
+            dest="approver",
+            required=True,
+            help="your name for the audit (an approver policy checks the identity this "
+            "process runs as: JUPYTERHUB_USER, else the OS user)",
+        )
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
     return parser

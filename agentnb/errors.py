@@ -26,8 +26,10 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
     │   ├── TaskNotNamed           several tasks await approval: say which one is decided
-    │   └── InvalidAnswer          an answer to a node's question does not fit its schema
-    │   └── StaleApproval          the approver saw a state that has changed since
+    │   ├── InvalidAnswer          an answer to a node's question does not fit its schema
+    │   ├── StaleApproval          the approver saw a state that has changed since
+    │   └── NotAuthorized          the interrupt's approver policy refuses this identity
+    │       └── PolicyUnavailable  the policy is code this process has not loaded (the CLI)
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
     ├── InstanceNotFound           no state-machine instance with that id in this store
     ├── StoreError                 the checkpoint database cannot be used
@@ -60,6 +62,8 @@ __all__ = [
     "MissingDependency",
     "NodeFailed",
     "NodeTimeout",
+    "NotAuthorized",
+    "PolicyUnavailable",
     "RenderError",
     "RoutingError",
     "RunBusy",
@@ -404,6 +408,50 @@ class StaleApproval(DecisionError):
             f"run {run_id!r} changed since it was shown: the approver saw digest "
             f"{expected[:12]}…, the pending state is now {actual[:12]}…. Review it again."
         )
+
+
+class NotAuthorized(DecisionError):
+    """The approver policy of the paused interrupt refuses the identity deciding.
+
+    Attributes:
+        run_id: the run.
+        node: the node the run is paused at.
+        identity: the name of the identity the process vouched for (not the name typed).
+        reason: why the policy refused, as written to the audit.
+    """
+
+    def __init__(self, run_id: str, node: str | None, identity: str, reason: str) -> None:
+        self.run_id = run_id
+        self.node = node
+        self.identity = identity
+        self.reason = reason
+        super().__init__(
+            f"{identity!r} may not decide run {run_id!r} at {node!r}: {reason}. Nothing was "
+            "changed; someone the interrupt's policy allows must decide it (`agentnb show "
+            "RUN` lists the approvers)."
+        )
+
+
+class PolicyUnavailable(NotAuthorized):
+    """The interrupt's policy is a callable, and this process has not loaded it.
+
+    A process without the workflow's code (the ``agentnb`` CLI, another notebook) cannot
+    check it, so it may not decide the run. ``policy`` is the callable's qualified name.
+    """
+
+    def __init__(self, run_id: str, node: str | None, identity: str, policy: str) -> None:
+        self.policy = policy
+        DecisionError.__init__(
+            self,
+            f"run {run_id!r} at {node!r} may only be decided under the policy {policy!r}, "
+            "a function in the workflow's code that this process has not loaded. Nothing was "
+            "changed; decide it from a process that loaded the workflow (run.approve(...) or "
+            "the panel).",
+        )
+        self.run_id = run_id
+        self.node = node
+        self.identity = identity
+        self.reason = f"policy {policy} not loaded in this process"
 
 
 # -- state machines ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ node that does not exist, a node nothing reaches) when compiling.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -15,9 +15,11 @@ from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
 from agentnb.graph.state import DEFAULT_REDUCERS, Reducer
 from agentnb.resilience import CircuitBreaker, Retry
+from agentnb.store.policy import ApproverPolicy, PolicyCheck, declare
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
+    from agentnb.identity import IdentityProvider
     from agentnb.store.base import Checkpointer
 
 __all__ = ["END", "START", "Branch", "Join", "NodeSpec", "StateGraph"]
@@ -178,6 +180,8 @@ class StateGraph(Drawable):
         self.entry: str | None = None
         self.interrupts_before: set[str] = set()
         self.interrupts_after: set[str] = set()
+        self.policies: dict[str, tuple[ApproverPolicy, PolicyCheck | None]] = {}
+        """Approver policies by interrupt, keyed ``"before:NODE"`` / ``"after:NODE"``."""
 
     def __repr__(self) -> str:
         return f"StateGraph({self.name!r}, nodes={list(self.nodes)})"
@@ -344,15 +348,71 @@ class StateGraph(Drawable):
         self.branches[source] = Branch(source, router, mapping)
         return self
 
-    def add_interrupt_before(self, *nodes: str) -> Self:
-        """Pause before these nodes until a human approves (or rejects) the run."""
+    def add_interrupt_before(
+        self,
+        *nodes: str,
+        approvers: Collection[str] | PolicyCheck | None = None,
+        separate_duties: bool = False,
+    ) -> Self:
+        """Pause before these nodes until a human approves (or rejects) the run.
+
+        Args:
+            nodes: the nodes to pause before.
+            approvers: who may decide: a collection of user names and ``"group:NAME"``
+                entries, or a function ``policy(identity, run) -> bool``
+                (:class:`~agentnb.store.policy.PendingRun` is the ``run``). Anyone when
+                omitted. Checked against the identity the deciding process vouches for
+                (:class:`~agentnb.Identity`), never the name typed.
+            separate_duties: refuse the identity that started the run.
+
+        A collection and ``separate_duties`` are stored with each run, so the CLI and
+        other processes are bound by them; a function cannot be stored, so a process
+        that has not loaded it refuses to decide (:class:`~agentnb.PolicyUnavailable`).
+
+        Example:
+            >>> g = StateGraph("refund").add_node("refund", lambda s: None)
+            >>> g = g.set_entry_point("refund")
+            >>> g.add_interrupt_before("refund", approvers={"group:finance"}, separate_duties=True)
+            StateGraph('refund', nodes=['refund'])
+        """
+        self._declare("before", nodes, approvers, separate_duties)
         self.interrupts_before.update(nodes)
         return self
 
-    def add_interrupt_after(self, *nodes: str) -> Self:
-        """Pause after these nodes, before whatever follows, until a human decides."""
+    def add_interrupt_after(
+        self,
+        *nodes: str,
+        approvers: Collection[str] | PolicyCheck | None = None,
+        separate_duties: bool = False,
+    ) -> Self:
+        """Pause after these nodes, before whatever follows, until a human decides.
+
+        ``approvers`` and ``separate_duties`` as for :meth:`add_interrupt_before`.
+        """
+        self._declare("after", nodes, approvers, separate_duties)
         self.interrupts_after.update(nodes)
         return self
+
+    def _declare(
+        self, when: str, nodes: Sequence[str], approvers: object, separate_duties: object
+    ) -> None:
+        """Check every node's policy first: a refusal leaves the graph as it was."""
+        declared = {}
+        for node in nodes:
+            where = f"add_interrupt_{when}({node!r})"
+            policy, check = declare(approvers, separate_duties, where)
+            if policy is None:
+                continue
+            key = f"{when}:{node}"
+            if key in self.policies:
+                raise DefinitionError(
+                    f"{where}: the interrupt already has approvers "
+                    f"({self.policies[key][0].describe()})",
+                    culprit=node,
+                    fix="Declare an interrupt's approver policy once.",
+                )
+            declared[key] = (policy, check)
+        self.policies.update(declared)
 
     def compile(
         self,
@@ -362,6 +422,7 @@ class StateGraph(Drawable):
         lease_seconds: float = 30.0,
         max_concurrency: int = 16,
         keep_streams: bool = True,
+        identity: IdentityProvider | None = None,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
@@ -375,6 +436,9 @@ class StateGraph(Drawable):
                 the event loop, sync nodes in a thread pool of this size).
             keep_streams: save what nodes ``ctx.emit`` (one event per kind and step);
                 ``False`` streams it live only.
+            identity: who this process is (a ``callable() -> Identity``) for the runs it
+                starts and the decisions it makes; the checkpointer's provider (JupyterHub's
+                user, else the OS user) when omitted.
         """
         from agentnb.graph.workflow import Workflow
 
@@ -386,4 +450,5 @@ class StateGraph(Drawable):
             lease_seconds=lease_seconds,
             max_concurrency=max_concurrency,
             keep_streams=keep_streams,
+            identity=identity,
         )

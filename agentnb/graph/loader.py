@@ -14,7 +14,7 @@ The form mirrors :class:`~agentnb.graph.builder.StateGraph` and the state-machin
     edges: [{source: human_approval, target: refund}, {source: refund, target: END}]
     conditional_edges:
       - {source: planner, router: route, targets: {needs_approval: human_approval, small: refund}}
-    interrupt_before: [human_approval]
+    interrupt_before: [{node: human_approval, approvers: [ada, "group:finance"]}]
     breakers: {pay: {failures: 3, reset_after: 30}}
     reducers: {total: add}
 
@@ -260,7 +260,7 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
             problems.append(SchemaProblem(at, f"breaker {breaker!r} is not declared", fix))
     # Parts with a problem of their own are left out; the schema vouches for the rest.
     before, after = (
-        list(enumerate(data.get(key, []) if sound(broken, key) else []))
+        list(enumerate(_interrupt_nodes(data.get(key, [])) if sound(broken, key) else []))
         for key in ("interrupt_before", "interrupt_after")
     )
     edges = list(items(data, "edges", broken))
@@ -324,13 +324,30 @@ def _build(
     for k, b in enumerate(data.get("conditional_edges", [])):
         branch = (b["source"], registry[b["router"]], b["targets"])
         attempt(("conditional_edges", k), graph.add_conditional_edge, *branch)
-    graph.add_interrupt_before(*data.get("interrupt_before", []))
-    graph.add_interrupt_after(*data.get("interrupt_after", []))
+    for key, declare in (
+        ("interrupt_before", graph.add_interrupt_before),
+        ("interrupt_after", graph.add_interrupt_after),
+    ):
+        for i, item in enumerate(data.get(key, [])):
+            spec = {"node": item} if isinstance(item, str) else item
+            approvers = spec.get("approvers")
+            attempt(
+                (key, i),
+                declare,
+                spec["node"],
+                approvers=None if approvers is None else frozenset(approvers),
+                separate_duties=spec.get("separate_duties", False),
+            )
     if not problems:
         # The same rules ran above, so a refusal here means something was left out of them;
         # still refuse the file the documented way.
         attempt((), graph.compile)
     return (None if problems else graph), problems
+
+
+def _interrupt_nodes(items: list[Any]) -> list[str]:
+    """The node of each interrupt entry: a bare name, or ``{"node": ..., "approvers": ...}``."""
+    return [item if isinstance(item, str) else item["node"] for item in items]
 
 
 def _retry(value: Any, registry: Registry) -> Retry | None:

@@ -38,6 +38,7 @@ from agentnb.store.base import (
     new_owner,
     pending_digest,
 )
+from agentnb.store.policy import RunPolicy
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -287,11 +288,19 @@ class Run(Drawable, HasTimeline, Viewable):
         }
         if origin:
             payload["forked_from"] = origin
+        started_by = workflow.identity()
+        payload["started_by"] = started_by.name
         started = Event(run_id, 1, step, EventType.RUN_STARTED, node, payload, now)
         checkpoint = CheckpointWrite(
             step, node, state_json, None if tasks is None else dumps(tasks)
         )
-        workflow.checkpointer.create_run(record, checkpoint, [started])
+        workflow.checkpointer.create_run(
+            record,
+            checkpoint,
+            [started],
+            started_by=started_by,
+            policies=workflow.policies,
+        )
         if workflow.listeners:
             workflow._notify([started])
         return cls(workflow, record)
@@ -402,6 +411,11 @@ class Run(Drawable, HasTimeline, Viewable):
         """Digest of the state awaiting approval; pass it to ``approve`` to bind the decision."""
         return self.record.pending_digest
 
+    @property
+    def policy(self) -> RunPolicy:
+        """Who started the run, and who may decide its interrupts (stored at its start)."""
+        return self._store.run_policy(self.run_id)
+
     def history(self) -> list[Checkpoint]:
         """Every checkpoint, oldest first: the state after 0, 1, 2, ... nodes."""
         return self._store.checkpoints(self.run_id)
@@ -482,6 +496,8 @@ class Run(Drawable, HasTimeline, Viewable):
             expected_digest=expected_digest,
             task=task,
             edit=edit,
+            identity=self.workflow.identity(),
+            checks=self.workflow.policy_checks,
         )
         record = self._store.get_run(self.run_id)
         if edit is not None and edit.state_json is not None:

@@ -18,7 +18,9 @@ from agentnb.errors import DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer
+from agentnb.identity import Identity, IdentityProvider, check_provider, vouched
 from agentnb.store.base import Checkpointer, check_decision
+from agentnb.store.policy import ApproverPolicy, PolicyCheck
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
@@ -43,7 +45,9 @@ class Workflow(Drawable):
         lease_seconds: float,
         max_concurrency: int = 16,
         keep_streams: bool = True,
+        identity: IdentityProvider | None = None,
     ) -> None:
+        self._identity = check_provider(identity, "compile()")
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise DefinitionError(
                 f"max_steps must be a positive int, not {max_steps!r}",
@@ -72,6 +76,13 @@ class Workflow(Drawable):
         self.branches: Mapping[str, Branch] = dict(graph.branches)
         self.interrupts_before = frozenset(graph.interrupts_before)
         self.interrupts_after = frozenset(graph.interrupts_after)
+        self.policies: Mapping[str, ApproverPolicy] = {
+            key: policy for key, (policy, _) in graph.policies.items()
+        }
+        """Each interrupt's approver policy as stored with a run (``"before:NODE"`` keys)."""
+        self.policy_checks: Mapping[str, PolicyCheck] = {
+            key: check for key, (_, check) in graph.policies.items() if check is not None
+        }
         self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
         self.max_steps = max_steps
         self.max_concurrency = max_concurrency
@@ -137,6 +148,14 @@ class Workflow(Drawable):
             pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="agentnb-task")
             pool = _POOLS.setdefault(self.max_concurrency, pool)
         return pool
+
+    def identity(self) -> Identity:
+        """Who this process is for this workflow's runs and decisions.
+
+        The ``identity=`` provider given to ``compile()``, else the checkpointer's
+        (JupyterHub's user inside JupyterHub, otherwise the OS user and its groups).
+        """
+        return vouched(self._identity or self.checkpointer.identity)
 
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener(event)`` for every event this process saves for this workflow.

@@ -1,17 +1,22 @@
-"""Checkpointers: where runs, checkpoints, events and decisions are kept."""
+"""Checkpointers: where runs, checkpoints, events and decisions are kept, and the approver
+policies stored with each run."""
 
 from agentnb.store.base import Checkpointer
 from agentnb.store.memory import MemoryCheckpointer
+from agentnb.store.policy import ApproverPolicy, PendingRun, RunPolicy
 from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
 __all__ = [
+    "ApproverPolicy",
     "Checkpoint",
     "Checkpointer",
     "Decision",
     "Event",
     "EventType",
     "MemoryCheckpointer",
+    "PendingRun",
+    "RunPolicy",
     "RunRecord",
     "SqliteCheckpointer",
     "Status",

@@ -13,7 +13,14 @@ Two invariants are decided by the database, never by a process's memory:
   (:class:`~agentnb.errors.LeaseLost`) once another worker has taken over;
 * **a pending run is decided exactly once** — :meth:`Checkpointer.decide` is a conditional
   update of the pending row; the loser of a race gets
-  :class:`~agentnb.errors.ApprovalNotPending` and its attempt is audited.
+  :class:`~agentnb.errors.ApprovalNotPending` and its attempt is audited;
+* **only an allowed identity decides** — the approver policy stored with the run when it
+  started (:mod:`agentnb.store.policy`) is checked in the same transaction, against the
+  identity the process vouches for (:mod:`agentnb.identity`), never the name typed.
+
+Decisions, refused attempts and the effect ledger are committed durably (SQLite:
+``synchronous=FULL`` at least, whatever the level for steps): they are what a person or a
+payment relies on.
 
 The contract is synchronous: SQLite is, and a step's write is short. The runtime calls it
 from its async code directly.
@@ -24,13 +31,15 @@ from __future__ import annotations
 import hashlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from agentnb._json import dumps
 from agentnb.errors import ApprovalNotPending, InvalidDecision, StaleApproval
+from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
+from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
 from agentnb.store.records import (
     DECISIONS,
     Checkpoint,
@@ -195,6 +204,14 @@ def _is_zombie(pid: int) -> bool:
 class Checkpointer(ABC):
     """Where runs, checkpoints, events and decisions live. Use it as a context manager."""
 
+    identity: IdentityProvider = staticmethod(current_identity)
+    """Who this process is: called for runs started and decisions made through this store
+    when the workflow has no provider of its own (``identity=`` on the constructor)."""
+
+    def _vouch(self, identity: Identity | None) -> Identity:
+        """The identity a decision or a start is recorded under."""
+        return identity if identity is not None else vouched(self.identity)
+
     def __enter__(self) -> Self:
         return self
 
@@ -214,9 +231,23 @@ class Checkpointer(ABC):
 
     @abstractmethod
     def create_run(
-        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+        self,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        *,
+        started_by: Identity | None = None,
+        policies: Mapping[str, ApproverPolicy] | None = None,
     ) -> None:
-        """Insert a new run with its first checkpoint and events; refuse an existing id."""
+        """Insert a new run with its first checkpoint and events; refuse an existing id.
+
+        ``started_by`` and ``policies`` (keyed ``"before:NODE"``/``"after:NODE"``) are
+        stored with it: its decisions are checked against them, by any process.
+        """
+
+    @abstractmethod
+    def run_policy(self, run_id: str) -> RunPolicy:
+        """Who started the run and its interrupts' approver policies (empty if none)."""
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord:
@@ -280,6 +311,8 @@ class Checkpointer(ABC):
         expected_digest: str | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
+        identity: Identity | None = None,
+        checks: Mapping[str, PolicyCheck] | None = None,
     ) -> Decision:
         """Decide a pending run exactly once, and audit the attempt either way.
 
@@ -291,9 +324,15 @@ class Checkpointer(ABC):
         ``approved`` once every held task is; rejecting one rejects the run.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
-        it. Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
-        :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`
-        or :class:`~agentnb.errors.StaleApproval` (both audited as refused).
+        it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
+        process vouches for (default: this store's :attr:`identity` provider), the one the
+        run's approver policy is checked against. ``checks`` are the callable policies of
+        the workflow's interrupts, by key, for a process that loaded them.
+
+        Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
+        :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`,
+        :class:`~agentnb.errors.NotAuthorized` (or :class:`~agentnb.errors.PolicyUnavailable`)
+        or :class:`~agentnb.errors.StaleApproval` (all audited as refused).
         """
 
     # -- reading -------------------------------------------------------------------------

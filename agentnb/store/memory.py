@@ -10,13 +10,15 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentnb._json import loads
 from agentnb.errors import (
     ApprovalNotPending,
     LeaseLost,
+    NotAuthorized,
+    PolicyUnavailable,
     RunBusy,
     RunNotFound,
     StaleApproval,
@@ -36,6 +38,15 @@ from agentnb.store.base import (
 
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
+from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store.policy import (
+    ApproverPolicy,
+    PendingRun,
+    PolicyCheck,
+    Refusal,
+    RunPolicy,
+    refusal,
+)
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -52,9 +63,18 @@ __all__ = ["MemoryCheckpointer"]
 
 
 class MemoryCheckpointer(Checkpointer):
-    """Runs kept in this process's memory; gone when it exits."""
+    """Runs kept in this process's memory; gone when it exits.
 
-    def __init__(self) -> None:
+    Args:
+        identity: who this process is (a ``callable() -> Identity``) for runs started and
+            decisions made through this store; JupyterHub's user or the OS user by default.
+    """
+
+    def __init__(self, *, identity: IdentityProvider | None = None) -> None:
+        provider = check_provider(identity, "MemoryCheckpointer")
+        if provider is not None:
+            self.identity = provider
+        self._policies: dict[str, RunPolicy] = {}
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
         self._checkpoints: dict[str, dict[int, tuple[str, str, float, str | None]]] = {}
@@ -93,7 +113,13 @@ class MemoryCheckpointer(Checkpointer):
             raise RunNotFound(run_id) from None
 
     def create_run(
-        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+        self,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        *,
+        started_by: Identity | None = None,
+        policies: Mapping[str, ApproverPolicy] | None = None,
     ) -> None:
         with self._lock:
             self._check_open()
@@ -109,6 +135,13 @@ class MemoryCheckpointer(Checkpointer):
                 )
             }
             self._events[run.run_id] = list(events)
+            if started_by is not None or policies:
+                self._policies[run.run_id] = RunPolicy(started_by, dict(policies or {}))
+
+    def run_policy(self, run_id: str) -> RunPolicy:
+        with self._lock:
+            self._get(run_id)
+            return self._policies.get(run_id, RunPolicy())
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
@@ -206,17 +239,20 @@ class MemoryCheckpointer(Checkpointer):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        identity: Identity | None = None,
+        checks: Mapping[str, PolicyCheck] | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
+        who = self._vouch(identity)
         with self._lock:
             self._check_open()
             held = self._held.get(run_id, {})
             if task is not None or any(t.status == "pending" for t in held.values()):
                 check_task_edit(edit)
                 return self._decide_task(
-                    run_id, decision, approver, comment, expected_digest, task, edit
+                    run_id, decision, approver, comment, expected_digest, task, edit, who, checks
                 )
             found = self._runs.get(run_id)
             now = time.time()
@@ -237,6 +273,7 @@ class MemoryCheckpointer(Checkpointer):
                     accepted=accepted,
                     reason=reason,
                     at=now,
+                    identity=who,
                 )
                 self._decisions.append(record)
                 return record
@@ -249,12 +286,20 @@ class MemoryCheckpointer(Checkpointer):
             if run.status != Status.PENDING:
                 audit(False, f"not pending: {run.status}")
                 raise ApprovalNotPending(run_id, run.status, run.decided_by)
+            found_refusal = self._refusal(run, who, decision, approver, checks)
+            if found_refusal is not None:
+                if found_refusal.unavailable is not None:
+                    audit(False, f"policy unavailable: {found_refusal.reason}")
+                    raise PolicyUnavailable(run_id, run.node, who.name, found_refusal.unavailable)
+                audit(False, f"not authorized: {found_refusal.reason}")
+                raise NotAuthorized(run_id, run.node, who.name, found_refusal.reason)
             if expected_digest is not None and expected_digest != run.pending_digest:
                 audit(False, "stale: the pending state changed")
                 raise StaleApproval(run_id, expected_digest, run.pending_digest or "")
             if decision != "approved":
                 edit = None
-            payload = {"by": approver, "comment": comment, "digest": run.pending_digest}
+            payload = {"by": approver, "identity": who.name, "comment": comment}
+            payload["digest"] = run.pending_digest
             if edit is not None:
                 payload.update(edit.audit())
                 if edit.state_json is not None:
@@ -299,7 +344,9 @@ class MemoryCheckpointer(Checkpointer):
         comment: str | None,
         expected_digest: str | None,
         task: str | None,
-        edit: DecisionEdit | None = None,
+        edit: DecisionEdit | None,
+        who: Identity,
+        checks: Mapping[str, PolicyCheck] | None,
     ) -> Decision:
         """Decide one held task of a superstep exactly once (the caller holds the lock)."""
         now = time.time()
@@ -331,6 +378,7 @@ class MemoryCheckpointer(Checkpointer):
                 reason,
                 now,
                 edit.audit() if accepted and edit is not None else None,
+                identity=who,
             )
             self._decisions.append(record)
             return record
@@ -342,10 +390,19 @@ class MemoryCheckpointer(Checkpointer):
             refusal, reason = task_refusal(run_id, task, list(held.values()), run, expected_digest)
             audit(False, reason)
             raise refusal
+        at_task = dataclasses.replace(run, node=found.node)
+        denied = self._refusal(at_task, who, decision, approver, checks)
+        if denied is not None:
+            if denied.unavailable is not None:
+                audit(False, f"policy unavailable: {denied.reason}")
+                raise PolicyUnavailable(run_id, found.node, who.name, denied.unavailable)
+            audit(False, f"not authorized: {denied.reason}")
+            raise NotAuthorized(run_id, found.node, who.name, denied.reason)
         held[found.step, found.task_id] = dataclasses.replace(
             found, status=decision, decided_by=approver, decided_at=now
         )
-        payload = {"by": approver, "comment": comment, "digest": found.digest, "task": task}
+        payload = {"by": approver, "identity": who.name, "comment": comment}
+        payload.update(digest=found.digest, task=task)
         if edit is not None:
             payload.update(edit.audit())
             if edit.answer_key is not None and edit.answer_json is not None:
@@ -372,6 +429,43 @@ class MemoryCheckpointer(Checkpointer):
             updated_at=now,
         )
         return audit(True, None)
+
+    def _refusal(
+        self,
+        run: RunRecord,
+        who: Identity,
+        decision: str,
+        approver: str,
+        checks: Mapping[str, PolicyCheck] | None,
+    ) -> Refusal | None:
+        policy = self._policies.get(run.run_id)
+        if policy is None:
+            return None
+        paused = next(
+            (e for e in reversed(self._events[run.run_id]) if e.type == EventType.INTERRUPTED),
+            None,
+        )
+        applying = policy.applying(
+            run.node, None if paused is None else paused.payload.get("after")
+        )
+        if not applying:
+            return None
+
+        def pending() -> PendingRun:
+            saved = self._checkpoints[run.run_id]
+            state_json = saved[max(saved)][1]
+            return PendingRun(
+                run.run_id,
+                run.graph,
+                run.node,
+                run.step,
+                loads(state_json),
+                policy.started_by,
+                decision,
+                approver,
+            )
+
+        return refusal(applying, who, policy.started_by, checks or {}, pending)
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         with self._lock:

@@ -21,6 +21,7 @@ MIGRATIONS = (
     "sqlite_0001_initial.sql",
     "sqlite_0002_effects.sql",
     "sqlite_0003_machines.sql",
+    "sqlite_0004_trust.sql",
     "sqlite_0005_supersteps.sql",
 )
 LATEST = len(MIGRATIONS)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from agentnb.identity import Identity
+
 __all__ = [
     "DECISIONS",
     "Checkpoint",
@@ -177,7 +179,11 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One line of the approval audit: accepted decisions and refused attempts alike."""
+    """One line of the approval audit: accepted decisions and refused attempts alike.
+
+    ``approver`` is the name given (``by=`` / ``--as``); ``identity`` is who the deciding
+    process vouched for, the one an approver policy was checked against.
+    """
 
     id: int
     run_id: str
@@ -194,6 +200,8 @@ class Decision:
     edit: dict[str, Any] | None = None
     """What an accepted approval changed: ``update`` (the edited keys) with the
     ``approved_digest`` of the state approved, or the ``answer`` to a node's question."""
+    identity: Identity | None = None
+    """Who the deciding process vouched for (``approver`` is the name they gave)."""
 
     @property
     def at_iso(self) -> str:

@@ -3,9 +3,13 @@
 Settings, and why:
 
 * ``journal_mode=WAL`` — readers (a widget, the CLI) never block the worker writing a step.
-* ``synchronous=NORMAL`` (default; pass ``synchronous="FULL"`` to change it) — in WAL mode a
-  committed step survives the process or kernel crashing; a power cut or OS crash may lose
-  the last few commits but never corrupts the file. ``FULL`` fsyncs every commit.
+* ``synchronous=NORMAL`` for steps (default; pass ``synchronous="FULL"`` to change it) — in
+  WAL mode a committed step survives the process or kernel crashing; a power cut or OS crash
+  may lose the last few commits but never corrupts the file. ``FULL`` fsyncs every commit.
+* decisions, refused attempts and effect-ledger writes are always committed at ``FULL`` (or
+  the store's level if stronger): the connection switches to it for that one transaction,
+  so an approval that was answered "accepted" — and the refund it released — survives an
+  OS crash or a power cut. Their fsync also makes every earlier step in the WAL durable.
 * ``busy_timeout`` (``timeout=30`` s) — a writer waits for another process's transaction
   instead of failing with "database is locked".
 * ``BEGIN IMMEDIATE`` for every write — the write lock is taken up front, so two processes
@@ -17,22 +21,20 @@ The schema is versioned in a ``schema_version`` table; numbered migrations in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import dumps, loads
 from agentnb.errors import (
-    ApprovalNotPending,
-    DecisionError,
     LeaseLost,
     RunBusy,
     RunNotFound,
-    StaleApproval,
     StoreError,
 )
 from agentnb.store.base import (
@@ -48,7 +50,6 @@ from agentnb.store.base import (
     task_refusal,
 )
 from agentnb.store.sqlite_tasks import (
-    edit_checkpoint,
     record_edit,
     settle,
     with_edit,
@@ -56,7 +57,14 @@ from agentnb.store.sqlite_tasks import (
 
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
+from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store import sqlite_decisions
 from agentnb.store.migrate import LATEST, migrate
+from agentnb.store.policy import (
+    ApproverPolicy,
+    PolicyCheck,
+    RunPolicy,
+)
 from agentnb.store.records import (
     Checkpoint,
     Decision,
@@ -76,6 +84,8 @@ __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks)"
+DURABLE = "FULL"
+"""The least ``synchronous`` level decisions, refusals and effects are committed at."""
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -84,7 +94,10 @@ class SqliteCheckpointer(Checkpointer):
     Args:
         path: the database file; created (with its directory's permissions) if missing.
         timeout: seconds a write waits for another process's transaction.
-        synchronous: SQLite's ``synchronous`` level, ``"NORMAL"`` (default) or ``"FULL"``.
+        synchronous: SQLite's ``synchronous`` level for steps, ``"NORMAL"`` (default) or
+            ``"FULL"``. Decisions and effects are committed at ``FULL`` at least, whatever it is.
+        identity: who this process is (a ``callable() -> Identity``) for runs started and
+            decisions made through this store; JupyterHub's user or the OS user by default.
 
     Example:
         >>> with SqliteCheckpointer(":memory:") as store:
@@ -93,14 +106,25 @@ class SqliteCheckpointer(Checkpointer):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, timeout: float = 30.0, synchronous: str = "NORMAL"
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        identity: IdentityProvider | None = None,
     ) -> None:
-        level = synchronous.upper()
+        level = synchronous.upper() if isinstance(synchronous, str) else str(synchronous)
         if level not in SYNCHRONOUS_LEVELS:
             raise StoreError(
                 f"synchronous={synchronous!r} is not a SQLite level; use one of "
                 f"{', '.join(SYNCHRONOUS_LEVELS)}"
             )
+        provider = check_provider(identity, "SqliteCheckpointer")
+        if provider is not None:
+            self.identity = provider
+        self.synchronous = level
+        # Decisions and effects: FULL, or the store's own level when that is stronger.
+        self._durable = max(level, DURABLE, key=SYNCHRONOUS_LEVELS.index)
         self.path = os.fspath(path)
         self._lock = threading.RLock()
         self._machines: SqliteMachineStore | None = None
@@ -142,8 +166,26 @@ class SqliteCheckpointer(Checkpointer):
             raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+    def _durably(self, durable: bool) -> Iterator[None]:
+        """Commit what runs inside at ``FULL`` at least, when ``durable``.
+
+        ``synchronous`` belongs to the connection and cannot change inside a transaction:
+        it is switched before ``BEGIN`` and back after the commit (or rollback).
+        """
+        switch = durable and self._durable != self.synchronous
+        if switch:
+            self._check_open()
+            self._db.execute(f"PRAGMA synchronous={self._durable}")
+        try:
+            yield
+        finally:
+            if switch:
+                self._db.execute(f"PRAGMA synchronous={self.synchronous}")
+
+    @contextmanager
+    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; ``durable`` commits it at ``FULL`` at least."""
+        with self._lock, self._durably(durable):
             self._check_open()
             db = self._db
             try:
@@ -176,7 +218,13 @@ class SqliteCheckpointer(Checkpointer):
     # -- runs ----------------------------------------------------------------------------
 
     def create_run(
-        self, run: RunRecord, checkpoint: CheckpointWrite, events: Sequence[Event]
+        self,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        *,
+        started_by: Identity | None = None,
+        policies: Mapping[str, ApproverPolicy] | None = None,
     ) -> None:
         with self._write() as db:
             try:
@@ -210,12 +258,23 @@ class SqliteCheckpointer(Checkpointer):
                     checkpoint.tasks_json,
                 ),
             )
+            if started_by is not None or policies:
+                db.execute(
+                    "INSERT INTO run_policies VALUES (?, ?, ?)",
+                    (
+                        run.run_id,
+                        None if started_by is None else dumps(started_by.to_json()),
+                        dumps({k: p.to_json() for k, p in (policies or {}).items()}),
+                    ),
+                )
+
+    def run_policy(self, run_id: str) -> RunPolicy:
+        with self._lock:
+            self._check_open()
+            return sqlite_decisions.run_policy(self._db, run_id)
 
     def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
-        row = db.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise RunNotFound(run_id)
-        return run_row(row)
+        return sqlite_decisions.get_run(db, run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
@@ -376,105 +435,35 @@ class SqliteCheckpointer(Checkpointer):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        identity: Identity | None = None,
+        checks: Mapping[str, PolicyCheck] | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
+        who = self._vouch(identity)
         if task is not None or self._read(
             "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
         ):
             check_task_edit(edit)
             return self._decide_task(
-                run_id, decision, approver, comment, expected_digest, task, edit
+                run_id, decision, approver, comment, expected_digest, task, edit, who, checks
             )
-        refusal: DecisionError | RunNotFound | None = None
-        node: str | None = None
-        step: int | None = None
-        digest: str | None = None
-        with self._write() as db:
-            now = time.time()
-            row = db.execute(
-                "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, decided_at = ? "
-                "WHERE run_id = ? AND status = 'pending' AND (? IS NULL OR pending_digest = ?) "
-                "RETURNING pending_digest",
-                (
-                    str(decision_status(decision)),
-                    now,
-                    approver,
-                    now,
-                    run_id,
-                    expected_digest,
-                    expected_digest,
-                ),
-            ).fetchone()
-            if row is not None:
-                digest = row[0]
-                seq, step, node = db.execute(
-                    "SELECT seq, step, node FROM entries WHERE run_id = ? "
-                    "ORDER BY seq DESC LIMIT 1",
-                    (run_id,),
-                ).fetchone()
-                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-                payload = {"by": approver, "comment": comment, "digest": digest}
-                edit = edit if decision == "approved" else None
-                cp = edit_checkpoint(db, run_id, edit)
-                if edit is not None:
-                    payload.update(edit.audit())
-                event = Event(run_id, seq + 1, step, kind, node, payload, now)
-                db.execute(
-                    f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, seq + 1, step, node, cp[0], pack([event]), now, cp[1]),
-                )
-                reason = None
-            else:
-                try:
-                    current = self._get(db, run_id)
-                except RunNotFound as missing:
-                    refusal, reason = missing, "unknown run"
-                else:
-                    node, step, digest = current.node, current.step, current.pending_digest
-                    if current.status != Status.PENDING:
-                        refusal = ApprovalNotPending(run_id, current.status, current.decided_by)
-                        reason = f"not pending: {current.status}"
-                    else:
-                        refusal = StaleApproval(run_id, expected_digest or "", digest or "")
-                        reason = "stale: the pending state changed"
-            decision_id = db.execute(
-                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    run_id,
-                    node,
-                    step,
-                    decision,
-                    approver,
-                    comment,
-                    expected_digest,
-                    digest,
-                    int(refusal is None),
-                    reason,
-                    now,
-                ),
-            ).fetchone()[0]
-            if refusal is None and edit is not None:
-                record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
-        if refusal is not None:
-            raise refusal
-        return Decision(
-            decision_id,
-            run_id,
-            node,
-            step,
-            decision,
-            approver,
-            comment,
-            expected_digest,
-            digest,
-            accepted=True,
-            reason=None,
-            at=now,
-            edit=None if edit is None else edit.audit(),
-        )
+        with self._write(durable=True) as db:
+            record, refused = sqlite_decisions.decide(
+                db,
+                run_id,
+                decision,
+                approver,
+                comment=comment,
+                expected_digest=expected_digest,
+                who=who,
+                checks=checks or {},
+                edit=edit,
+            )
+        if refused is not None:  # raised once the attempt's audit row is committed
+            raise refused
+        return record
 
     def _decide_task(
         self,
@@ -484,12 +473,18 @@ class SqliteCheckpointer(Checkpointer):
         comment: str | None,
         expected_digest: str | None,
         task: str | None,
-        edit: DecisionEdit | None = None,
+        edit: DecisionEdit | None,
+        who: Identity,
+        checks: Mapping[str, PolicyCheck] | None,
     ) -> Decision:
-        """Decide one held task of a superstep, exactly once: a conditional update of its row."""
+        """Decide one held task of a superstep, exactly once: a conditional update of its row.
+
+        The interrupt's approver policy is checked as for a whole run, at the task's node.
+        """
         refusal: Exception | None = None
         reason: str | None = None
-        with self._write() as db:
+        identity_json = dumps(who.to_json())
+        with self._write(durable=True) as db:
             now = time.time()
             try:
                 current = self._get(db, run_id)
@@ -498,12 +493,21 @@ class SqliteCheckpointer(Checkpointer):
             if current is None:
                 db.execute(
                     f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                    "VALUES (NULL, ?, ?, NULL, ?, ?, ?, ?, NULL, 0, 'unknown run', ?)",
-                    (run_id, task, decision, approver, comment, expected_digest, now),
+                    "VALUES (NULL, ?, ?, NULL, ?, ?, ?, ?, NULL, 0, 'unknown run', ?, ?)",
+                    (
+                        run_id,
+                        task,
+                        decision,
+                        approver,
+                        comment,
+                        expected_digest,
+                        now,
+                        identity_json,
+                    ),
                 )
         if current is None:
             raise RunNotFound(run_id)
-        with self._write() as db:
+        with self._write(durable=True) as db:
             current = self._get(db, run_id)  # again, under the write lock
             if task is None:
                 waiting = db.execute(
@@ -511,14 +515,38 @@ class SqliteCheckpointer(Checkpointer):
                     (run_id,),
                 ).fetchall()
                 task = waiting[0][0] if len(waiting) == 1 else None
-            row = db.execute(
-                "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ? "
-                "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
-                "AND (? IS NULL OR digest = ?) "
-                "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
-                "RETURNING step, node, digest",
-                (decision, approver, now, run_id, task, expected_digest, expected_digest, run_id),
+            held_node = db.execute(
+                "SELECT node FROM pending_tasks WHERE run_id = ? AND task_id = ? "
+                "AND status = 'pending'",
+                (run_id, task),
             ).fetchone()
+            denied = None
+            if held_node is not None and current.status == Status.PENDING:
+                at_task = dataclasses.replace(current, node=held_node[0])
+                denied = sqlite_decisions.policy_refusal(
+                    db, at_task, who, decision, approver, checks or {}
+                )
+            row = (
+                None
+                if denied is not None
+                else db.execute(
+                    "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ? "
+                    "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
+                    "AND (? IS NULL OR digest = ?) "
+                    "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
+                    "RETURNING step, node, digest",
+                    (
+                        decision,
+                        approver,
+                        now,
+                        run_id,
+                        task,
+                        expected_digest,
+                        expected_digest,
+                        run_id,
+                    ),
+                ).fetchone()
+            )
             if row is not None:
                 step, node, digest = row
                 left = db.execute(
@@ -532,7 +560,8 @@ class SqliteCheckpointer(Checkpointer):
                         (str(decision_status(decision)), now, approver, now, run_id),
                     )
                 kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-                payload = {"by": approver, "comment": comment, "digest": digest, "task": task}
+                payload = {"by": approver, "identity": who.name, "comment": comment}
+                payload.update(digest=digest, task=task)
                 if edit is not None:
                     payload.update(edit.audit())
                 event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
@@ -550,10 +579,12 @@ class SqliteCheckpointer(Checkpointer):
                     )
                 ]
                 refusal, reason = task_refusal(run_id, task, held, current, expected_digest)
+                if denied is not None:
+                    refusal, reason = denied
                 step, digest = current.step, None
             decision_id = db.execute(
                 f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     run_id,
                     task,
@@ -566,6 +597,7 @@ class SqliteCheckpointer(Checkpointer):
                     int(refusal is None),
                     reason,
                     now,
+                    identity_json,
                 ),
             ).fetchone()[0]
             if refusal is None and edit is not None:
@@ -585,6 +617,7 @@ class SqliteCheckpointer(Checkpointer):
             accepted=True,
             reason=None,
             at=now,
+            identity=who,
             edit=None if edit is None else edit.audit(),
         )
 
@@ -655,7 +688,7 @@ class SqliteCheckpointer(Checkpointer):
     def record_effect(
         self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
     ) -> str:
-        with self._write() as db:
+        with self._write(durable=True) as db:
             db.execute(
                 "INSERT OR IGNORE INTO effects VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key, run_id, step, node, name, result_json, time.time()),

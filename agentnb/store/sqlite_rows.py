@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentnb._json import dumps, loads
+from agentnb.identity import Identity
 from agentnb.store.records import Decision, Event, RunRecord, Status
 
 __all__ = ["DECISION_COLUMNS", "RUN_SELECT", "decision", "pack", "run", "unpack"]
@@ -20,7 +21,7 @@ RUN_SELECT = (
 )
 DECISION_COLUMNS = (
     "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
-    "accepted, reason, at"
+    "accepted, reason, at, identity"
 )
 
 
@@ -69,4 +70,5 @@ def decision(row: Sequence[Any]) -> Decision:
         accepted=bool(row[9]),
         reason=row[10],
         at=row[11],
+        identity=Identity.from_json(loads(row[12])) if row[12] else None,
     )

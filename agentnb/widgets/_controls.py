@@ -67,6 +67,9 @@ class Controls:
         self.continued_seq = 0
         """The last approval judged for continuation (each is judged once)."""
         self._decisions: set[asyncio.Task[None]] = set()  # referenced until done
+        self.decide_as: str | None = None
+        """Set while the pause has an approver policy: decisions are made as this identity
+        name only (the panel does not offer to decide as someone else)."""
 
     # -- read by the relay ---------------------------------------------------------------
 
@@ -177,6 +180,12 @@ class Controls:
         comment, digest = content.get("comment"), content.get("digest")
         if decision not in DECISIONS or not isinstance(by, str):
             self.say(error=f"Refused: {decision!r} by {by!r} is not a decision this view sends.")
+            return
+        if self.decide_as is not None and by != self.decide_as:
+            self.say(
+                error=f"Refused: this pause has an approver policy, checked against who this "
+                f"kernel runs as ({self.decide_as}); the panel decides as {self.decide_as} only."
+            )
             return
         comment = comment if isinstance(comment, str) and comment else None
         digest = digest if isinstance(digest, str) and digest else None

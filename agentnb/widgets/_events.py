@@ -182,6 +182,7 @@ def decided_payload(events: Sequence[Event]) -> dict[str, Any]:
             return {
                 "decision": event.type,
                 "by": p.get("by"),
+                "identity": p.get("identity"),
                 "comment": p.get("comment"),
                 "at": event.at,
                 "node": event.node,

@@ -63,6 +63,9 @@ class RunView(LiveView):
             out the DOT with Graphviz compiled to WebAssembly, shipped in the package) or
             ``"auto"`` (``dot`` when installed).
         approver: the name pre-filled in the approver field (the login name by default).
+            When the paused interrupt has an approver policy, the panel decides as the
+            identity this kernel vouches for (``workflow.identity()``) and the field is
+            not editable: a policy is never checked against a typed name.
         continue_after_approval: once approved — here, from the CLI or from another
             kernel — this kernel runs the run on to its next pause or its end. Approvals
             made by code in this kernel (``run.approve()``) are left to that code.
@@ -92,6 +95,8 @@ class RunView(LiveView):
     error = traitlets.Unicode("").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
     approver = traitlets.Unicode("").tag(sync=True)
+    identity = traitlets.Unicode("").tag(sync=True)
+    """Who this kernel vouches for, e.g. ``ada (jupyterhub)``: the one a policy checks."""
 
     def __init__(
         self,
@@ -105,11 +110,15 @@ class RunView(LiveView):
         poll_interval: float = 0.5,
     ) -> None:
         check_options(drawer, max_rate)
+        me = run.workflow.identity()
         super().__init__(
             run_id=run.run_id,
             title=title or f"{run.workflow.name} · run {run.run_id[:12]}",
             approver=_default_approver() if approver is None else approver,
+            identity=str(me),
         )
+        self._me = me
+        self._policy = run.policy  # stored when the run started; it never changes
         self.run = run
         self.drawer = drawer
         self._store = run.workflow.checkpointer
@@ -180,7 +189,7 @@ class RunView(LiveView):
                 self.state = state
                 self.changed = list(last_delta(self._events))
             self.pending = (
-                pending_payload(self._events, record.pending_digest)
+                self._with_policy(pending_payload(self._events, record.pending_digest))
                 if record.status == Status.PENDING
                 else {}
             )
@@ -193,6 +202,15 @@ class RunView(LiveView):
             self.events_sent += len(new)
         approved = next((e.seq for e in reversed(self._events) if e.type == "approved"), 0)
         self._controls.maybe_continue(record, approved)
+
+    def _with_policy(self, pending: dict[str, Any]) -> dict[str, Any]:
+        """Say who may decide this pause; when anyone may not, decide as ``identity``."""
+        applying = self._policy.applying(pending.get("node") or "", pending.get("after"))
+        self._controls.decide_as = self._me.name if applying else None
+        if applying:
+            pending["policy"] = "; ".join(p.describe() for p in applying.values())
+            self.approver = self._me.name
+        return pending
 
     def _replay(self, view_id: str) -> None:
         """Send one view the drawing and the whole log (a view opened on a run in progress)."""

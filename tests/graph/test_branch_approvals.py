@@ -179,3 +179,31 @@ def test_processes_racing_to_approve_held_tasks_decide_each_exactly_once(
         final = wf.attach(runs[0].run_id).run()
         assert final.status == Status.COMPLETED
         assert final.state["count"] == 3
+
+
+def test_a_held_task_is_decided_under_its_interrupts_approver_policy(store: Checkpointer) -> None:
+    from agentnb import Identity, NotAuthorized
+
+    def graph(who: str) -> Any:
+        g = StateGraph("guarded", reducers={"done": operator.add})
+        g.add_node("plan", lambda s: None)
+        for name in ("b", "c"):
+            g.add_node(name, lambda s, name=name: {"done": [name]})
+            g.add_edge("plan", name)
+        g.set_entry_point("plan")
+        g.add_interrupt_before("b", approvers={"finance"})
+        g.add_interrupt_before("c")
+        return g.compile(store, identity=lambda: Identity(who))
+
+    run = graph("mallory").start({"done": []})
+    run.run()
+    assert [t.task_id for t in run.pending()] == ["b", "c"]
+    with pytest.raises(NotAuthorized):
+        run.approve(by="mallory", task="b")
+    run.approve(by="mallory", task="c")  # c's interrupt has no policy
+    finance = graph("finance").attach(run.run_id)
+    finance.approve(by="finance", task="b")
+    finance.run()
+    assert finance.status == Status.COMPLETED
+    audit = [(d.node, d.identity.name if d.identity else None, d.accepted) for d in run.decisions()]
+    assert audit == [("b", "mallory", False), ("c", "mallory", True), ("b", "finance", True)]

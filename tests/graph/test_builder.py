@@ -181,3 +181,78 @@ def test_ctx_is_passed_only_to_nodes_that_ask_for_it() -> None:
         "default": False,
         "star": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("approvers", "separate_duties", "fact"),
+    [
+        ("ada", False, "neither a collection of names nor a callable"),
+        (b"ada", False, "neither a collection of names nor a callable"),
+        (42, False, "neither a collection of names nor a callable"),
+        ([], False, "approvers is empty"),
+        (set(), True, "approvers is empty"),
+        (["ada", 7], False, "approver 7 is not a name"),
+        (["  "], False, "is not a name"),
+        (["group:"], False, "'group:' is not a name"),
+        ({"ada"}, "yes", "separate_duties='yes' must be True or False"),
+    ],
+)
+def test_a_bad_approver_policy_is_a_definition_error_with_the_fix(
+    approvers: Any, separate_duties: Any, fact: str
+) -> None:
+    for declare in (graph("a").add_interrupt_before, graph("a").add_interrupt_after):
+        with pytest.raises(DefinitionError, match=fact) as bad:
+            declare("a", approvers=approvers, separate_duties=separate_duties)
+        assert bad.value.culprit
+        assert bad.value.fix
+
+
+def test_an_interrupts_policy_is_declared_once() -> None:
+    g = graph("a").set_entry_point("a").add_interrupt_before("a", approvers={"ada"})
+    g.add_interrupt_before("a")  # no policy: the interrupt keeps its approvers
+    with pytest.raises(DefinitionError, match="already has approvers"):
+        g.add_interrupt_before("a", approvers={"bob"})
+    assert g.compile().policies["before:a"].approvers == {"ada"}
+    g.add_node("b", noop).add_edge("a", "b")
+    with pytest.raises(DefinitionError, match="already has approvers"):
+        g.add_interrupt_before("b", "a", approvers={"bob"})  # refused whole: b unchanged
+    assert (g.interrupts_before, set(g.policies)) == ({"a"}, {"before:a"})
+
+
+def test_the_compiled_workflow_keeps_stored_policies_and_callable_checks_apart() -> None:
+    def policy(identity: Any, run: Any) -> bool:
+        return True
+
+    g = graph("a", "b").set_entry_point("a").add_edge("a", "b")
+    g.add_interrupt_before("b", approvers=policy, separate_duties=True)
+    g.add_interrupt_after("a", approvers=("ada", "group:finance"))
+    wf = g.compile()
+    assert wf.policies["before:b"].check == f"{__name__}.{policy.__qualname__}"
+    assert wf.policies["before:b"].separate_duties
+    assert wf.policies["after:a"].approvers == {"ada", "group:finance"}
+    assert wf.policy_checks == {"before:b": policy}
+
+
+@pytest.mark.parametrize("provider", ["ada", 3, object()])
+def test_an_identity_provider_must_be_callable(provider: Any) -> None:
+    from agentnb import Identity
+
+    with pytest.raises(DefinitionError, match="is not an identity provider"):
+        graph("a").set_entry_point("a").compile(identity=provider)
+    with pytest.raises(DefinitionError, match="is not an identity provider"):
+        graph("a").set_entry_point("a").compile(identity=Identity("ada"))  # type: ignore[arg-type]
+
+
+def test_a_provider_that_returns_no_identity_is_refused_before_anything_is_stored() -> None:
+    wf = graph("a").set_entry_point("a").compile(identity=lambda: "ada")  # type: ignore[arg-type, return-value]
+    with pytest.raises(DefinitionError, match="returned 'ada', not an Identity"):
+        wf.start({})
+    assert wf.runs() == []
+
+
+def test_an_async_approver_policy_is_refused_at_once() -> None:
+    async def policy(identity: Any, run: Any) -> bool:
+        return True
+
+    with pytest.raises(DefinitionError, match="is async"):
+        graph("a").add_interrupt_before("a", approvers=policy)

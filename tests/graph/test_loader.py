@@ -494,3 +494,57 @@ def test_a_join_naming_an_unknown_node_is_a_problem_at_its_path() -> None:
         load_workflow(json.dumps(document), registry=registry)
     paths = [p.path for p in caught.value.problems]
     assert paths == ["$.edges[1].source[1]"]
+
+
+POLICY_DOC = """
+kind: workflow
+name: guarded
+entry: plan
+nodes: [plan, pay]
+edges: [{source: plan, target: pay}]
+interrupt_after: [plan]
+interrupt_before:
+  - {node: pay, approvers: [bob, "group:finance"], separate_duties: true}
+"""
+
+
+def test_a_file_declares_approvers_and_separate_duties_as_data() -> None:
+    from agentnb import Identity, NotAuthorized
+
+    registry = {"plan": lambda s: {"amount": 5}, "pay": lambda s: {"paid": True}}
+    graph = load_workflow(POLICY_DOC, registry=registry, format="yaml")
+    me = {"now": Identity("bob")}
+    wf = graph.compile(identity=lambda: me["now"])
+    assert wf.policies["before:pay"].describe() == "approvers bob, group:finance; separate duties"
+    assert "after:plan" not in wf.policies  # a bare name: anyone may decide
+    run = wf.start({})
+    run.step()  # paused after plan, which is also before pay: pay's policy applies
+    with pytest.raises(NotAuthorized, match="separate duties: bob started the run"):
+        run.approve(by="bob")
+    me["now"] = Identity("carol", ["finance"])
+    assert run.approve(by="carol").accepted
+    assert run.run().state["paid"] is True
+
+
+@pytest.mark.parametrize(
+    ("entry", "path", "fragment"),
+    [
+        ('{node: pay, approvers: "bob"}', "$.interrupt_before[0].approvers", "must be a list"),
+        ("{node: pay, approvers: []}", "$.interrupt_before[0].approvers", "at least 1"),
+        ("{node: pay, separate_duties: maybe}", "$.interrupt_before[0].separate_duties", "true"),
+        ('{node: pay, approvers: ["group:"]}', "$.interrupt_before[0]", "not a name"),
+        ("{node: nope, approvers: [bob]}", "$.interrupt_before[0]", "not a node"),
+        ("{approvers: [bob]}", "$.interrupt_before[0].node", "'node' is missing"),
+    ],
+)
+def test_a_bad_approver_entry_in_a_file_is_a_schema_problem_at_its_path(
+    entry: str, path: str, fragment: str
+) -> None:
+    doc = POLICY_DOC.split("interrupt_before:")[0] + f"interrupt_before: [{entry}]\n"
+    registry = {"plan": lambda s: None, "pay": lambda s: None}
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(doc, registry=registry, format="yaml")
+    [problem] = caught.value.problems
+    assert problem.path == path
+    assert fragment in str(problem)
+    assert problem.fix

@@ -5,21 +5,29 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from agentnb import (
     ApprovalNotPending,
     Checkpointer,
+    Identity,
     InvalidDecision,
+    MemoryCheckpointer,
+    NotAuthorized,
+    PolicyUnavailable,
     RunBusy,
     RunNotFound,
+    SqliteCheckpointer,
     StaleApproval,
+    StateGraph,
     Status,
 )
-from agentnb.errors import LeaseLost, StoreError
+from agentnb.errors import DecisionError, LeaseLost, StoreError
 from agentnb.examples import build_refund_workflow
 from agentnb.graph.run import Run
+from agentnb.store import PendingRun
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
 from agentnb.store.records import Event, PendingWrite, RunRecord
 
@@ -284,3 +292,214 @@ def test_the_commit_that_merges_a_superstep_clears_its_pending_writes(
     checkpoint = store.checkpoint("r1")
     assert checkpoint.tasks == {"nodes": ["c", "d"], "sends": [], "waiting": []}
     assert store.checkpoints("r1")[0].tasks is None
+
+
+# -- who may decide: approver policies, checked against the vouched identity -------------
+
+ADA = Identity("ada", groups=["staff"], source="test")
+BOB = Identity("bob", groups=["staff", "finance"], source="test")
+MALLORY = Identity("mallory", groups=["staff"], source="test")
+
+
+def policy_run(
+    store: Checkpointer,
+    *,
+    approvers: object = None,
+    separate_duties: bool = False,
+    after: bool = False,
+    starter: Identity = ADA,
+) -> Run:
+    """A two-node run paused before ``pay`` (or after ``plan``), started by ``starter``."""
+    graph = StateGraph("pay").add_node("plan", lambda s: {"amount": s["requested"]})
+    graph.add_node("pay", lambda s: {"paid": s["amount"]}).add_edge("plan", "pay")
+    graph.set_entry_point("plan")
+    declare = graph.add_interrupt_after if after else graph.add_interrupt_before
+    declare("plan" if after else "pay", approvers=approvers, separate_duties=separate_duties)  # type: ignore[arg-type]
+    run = graph.compile(store, identity=lambda: starter).start({"requested": 700})
+    run.run()
+    assert run.status == Status.PENDING
+    return run
+
+
+def test_a_decision_records_the_vouched_identity_beside_the_name_given(
+    store: Checkpointer,
+) -> None:
+    run = pending_run(store)
+    decision = store.decide(run.run_id, "approved", "Ada Lovelace", identity=ADA)
+    assert (decision.approver, decision.identity) == ("Ada Lovelace", ADA)
+    [audited] = store.decisions(run.run_id)
+    assert (audited.approver, audited.identity) == ("Ada Lovelace", ADA)
+    assert store.events(run.run_id)[-1].payload["identity"] == "ada"
+
+
+def test_without_an_identity_the_store_vouches_with_its_provider(tmp_path: Path) -> None:
+    for store in (
+        MemoryCheckpointer(identity=lambda: BOB),
+        SqliteCheckpointer(tmp_path / "p.sqlite3", identity=lambda: BOB),
+    ):
+        with store:
+            run = pending_run(store)  # a workflow without a provider uses the store's
+            assert run.workflow.identity() == BOB
+            assert store.run_policy(run.run_id).started_by == BOB
+            assert store.decide(run.run_id, "approved", "whoever").identity == BOB
+            assert store.decisions(run.run_id)[0].identity == BOB
+
+
+def test_approvers_refuse_an_identity_they_do_not_name_and_change_nothing(
+    store: Checkpointer,
+) -> None:
+    run = policy_run(store, approvers={"carol", "group:finance"})
+    before = store.events(run.run_id)
+    with pytest.raises(NotAuthorized) as refused:
+        store.decide(run.run_id, "approved", "carol", identity=MALLORY)  # typed name: ignored
+    assert isinstance(refused.value, DecisionError)
+    assert (refused.value.identity, refused.value.node) == ("mallory", "pay")
+    assert store.get_run(run.run_id).status == Status.PENDING
+    assert store.events(run.run_id) == before
+    [audited] = store.decisions(run.run_id)
+    assert (audited.accepted, audited.approver, audited.identity) == (False, "carol", MALLORY)
+    assert audited.reason == (
+        "not authorized: mallory is not among the approvers of before:pay (carol, group:finance)"
+    )
+    assert store.decide(run.run_id, "approved", "bob", identity=BOB).accepted  # via the group
+
+
+def test_an_approver_named_by_user_name_may_decide(store: Checkpointer) -> None:
+    run = policy_run(store, approvers=["mallory"])
+    assert store.decide(run.run_id, "rejected", "m", identity=MALLORY).accepted
+    assert store.get_run(run.run_id).status == Status.REJECTED
+
+
+def test_rejections_are_bound_by_the_policy_too(store: Checkpointer) -> None:
+    run = policy_run(store, approvers={"group:finance"})
+    with pytest.raises(NotAuthorized):
+        store.decide(run.run_id, "rejected", "ada", identity=ADA)
+    assert store.get_run(run.run_id).status == Status.PENDING
+
+
+def test_separate_duties_refuses_the_identity_that_started_the_run(store: Checkpointer) -> None:
+    run = policy_run(store, approvers={"group:staff"}, separate_duties=True, starter=ADA)
+    assert store.run_policy(run.run_id).started_by == ADA
+    with pytest.raises(NotAuthorized, match="separate duties: ada started the run"):
+        store.decide(run.run_id, "approved", "someone else", identity=ADA)
+    assert store.decisions(run.run_id)[-1].reason == (
+        "not authorized: separate duties: ada started the run (before:pay)"
+    )
+    assert store.decide(run.run_id, "approved", "bob", identity=BOB).accepted
+
+
+def test_separate_duties_alone_lets_anyone_but_the_starter_decide(store: Checkpointer) -> None:
+    run = policy_run(store, separate_duties=True, starter=BOB)
+    with pytest.raises(NotAuthorized):
+        store.decide(run.run_id, "approved", "bob", identity=BOB)
+    assert store.decide(run.run_id, "approved", "mallory", identity=MALLORY).accepted
+
+
+def test_an_interrupt_after_a_node_is_bound_by_its_own_policy(store: Checkpointer) -> None:
+    run = policy_run(store, approvers={"bob"}, after=True)
+    assert store.run_policy(run.run_id).interrupts.keys() == {"after:plan"}
+    with pytest.raises(NotAuthorized, match="approvers of after:plan"):
+        store.decide(run.run_id, "approved", "ada", identity=ADA)
+    assert store.decide(run.run_id, "approved", "bob", identity=BOB).accepted
+
+
+def test_one_pause_covering_two_interrupts_needs_both_policies(store: Checkpointer) -> None:
+    graph = StateGraph("two").add_node("plan", lambda s: None).add_node("pay", lambda s: None)
+    graph.add_edge("plan", "pay").set_entry_point("plan")
+    graph.add_interrupt_after("plan", approvers={"group:staff"})
+    graph.add_interrupt_before("pay", approvers={"group:finance"})
+    run = graph.compile(store, identity=lambda: ADA).start({})
+    run.run()
+    with pytest.raises(NotAuthorized, match="before:pay"):
+        store.decide(run.run_id, "approved", "ada", identity=ADA)  # staff, not finance
+    assert store.decide(run.run_id, "approved", "bob", identity=BOB).accepted  # both
+
+
+def test_a_callable_policy_is_asked_with_the_identity_and_the_pending_run(
+    store: Checkpointer,
+) -> None:
+    asked: list[tuple[Identity, PendingRun]] = []
+
+    def finance_over_500(identity: Identity, run: PendingRun) -> bool:
+        asked.append((identity, run))
+        return run.state["amount"] <= 500 or "finance" in identity.groups
+
+    run = policy_run(store, approvers=finance_over_500)
+    with pytest.raises(NotAuthorized, match="finance_over_500 refused mallory"):
+        run.workflow.checkpointer.decide(
+            run.run_id, "approved", "m", identity=MALLORY, checks=run.workflow.policy_checks
+        )
+    assert store.get_run(run.run_id).status == Status.PENDING
+    decided = store.decide(
+        run.run_id, "approved", "b", identity=BOB, checks=run.workflow.policy_checks
+    )
+    assert decided.accepted
+    identity, pending = asked[-1]
+    assert (identity, pending.node, pending.state["amount"]) == (BOB, "pay", 700)
+    assert (pending.started_by, pending.decision, pending.by) == (ADA, "approved", "b")
+
+
+def test_a_callable_policy_this_process_has_not_loaded_refuses_to_decide(
+    store: Checkpointer,
+) -> None:
+    run = policy_run(store, approvers=lambda identity, run: True)
+    with pytest.raises(PolicyUnavailable, match="process that loaded the workflow") as refused:
+        store.decide(run.run_id, "approved", "bob", identity=BOB)  # no checks: like the CLI
+    assert isinstance(refused.value, NotAuthorized)
+    assert refused.value.policy.endswith("<lambda>")
+    assert store.get_run(run.run_id).status == Status.PENDING
+    assert store.decisions(run.run_id)[-1].reason.startswith("policy unavailable: policy ")
+    assert run.approve(by="bob").accepted  # the workflow's process has the code
+
+
+@pytest.mark.parametrize(
+    ("policy", "reason"),
+    [
+        (lambda identity, run: 1 / 0, "raised ZeroDivisionError"),
+        (lambda identity, run: "yes", "returned 'yes', not True or False"),
+        (lambda identity, run: None, "returned None, not True or False"),
+    ],
+)
+def test_a_callable_policy_that_raises_or_answers_no_bool_refuses(
+    store: Checkpointer, policy: object, reason: str
+) -> None:
+    run = policy_run(store, approvers=policy)
+    with pytest.raises(NotAuthorized, match=reason):
+        run.approve(by="bob")
+    assert store.get_run(run.run_id).status == Status.PENDING
+    assert reason in (store.decisions(run.run_id)[-1].reason or "")
+
+
+def test_the_run_api_checks_the_workflows_identity_not_the_name_given(
+    store: Checkpointer,
+) -> None:
+    who = {"now": ADA}
+    graph = StateGraph("pay").add_node("pay", lambda s: None).set_entry_point("pay")
+    graph.add_interrupt_before("pay", approvers={"bob"})
+    run = graph.compile(store, identity=lambda: who["now"]).start({})
+    run.run()
+    assert run.policy.started_by == ADA
+    assert run.policy.interrupts["before:pay"].approvers == {"bob"}
+    with pytest.raises(NotAuthorized):
+        run.approve(by="bob")
+    who["now"] = BOB
+    assert run.approve(by="Robert").identity == BOB
+    assert run.run().status == Status.COMPLETED
+
+
+def test_a_refused_attempt_on_a_decided_run_says_not_pending_first(store: Checkpointer) -> None:
+    run = policy_run(store, approvers={"bob"})
+    store.decide(run.run_id, "approved", "bob", identity=BOB)
+    with pytest.raises(ApprovalNotPending):
+        store.decide(run.run_id, "approved", "ada", identity=ADA)
+    assert [d.accepted for d in store.decisions(run.run_id)] == [True, False]
+
+
+def test_a_run_without_a_policy_is_decided_by_anyone_and_reports_an_empty_policy(
+    store: Checkpointer,
+) -> None:
+    run = pending_run(store)
+    assert store.run_policy(run.run_id).interrupts == {}
+    assert store.decide(run.run_id, "approved", "x", identity=MALLORY).accepted
+    with pytest.raises(RunNotFound):
+        store.run_policy("nope")

@@ -41,7 +41,7 @@ def test_the_database_uses_wal_a_busy_timeout_and_a_schema_version(tmp_path: Pat
         pass
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST == 4
+    assert db.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST >= 4
     store = SqliteCheckpointer(path, timeout=7, synchronous="full")
     assert store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 7000
     assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
@@ -83,6 +83,8 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
     db.execute("DROP TABLE pending_tasks")
     db.execute("DROP TABLE decision_edits")
     db.execute("ALTER TABLE entries DROP COLUMN tasks")
+    db.execute("DROP TABLE run_policies")
+    db.execute("ALTER TABLE decisions DROP COLUMN identity")
     db.execute("DELETE FROM schema_version WHERE version >= 2")
     db.commit()
     db.close()

@@ -49,7 +49,8 @@ function render({ model, el }) {
   const rejectBtn = button("Reject", "rv-btn rv-reject", "Reject: the node never runs");
   form.append(approverIn, commentIn, approveBtn, rejectBtn);
   const decidedLine = h("div", "rv-decided");
-  approval.append(approvalHead, approvalState, digestLine, form, decidedLine);
+  const policyLine = h("div", "rv-policy");  // who this kernel is, and who may decide
+  approval.append(approvalHead, approvalState, digestLine, policyLine, form, decidedLine);
   const stateBox = h("section", "rv-state");
   const stateHead = h("div", "rv-section-head", "State");
   const tree = h("div", "rv-tree");
@@ -225,10 +226,18 @@ function render({ model, el }) {
       approvalState.textContent = "";
       digestLine.textContent = "";
     }
-    approvalState.hidden = digestLine.hidden = form.hidden = !isPending;
+    approvalState.hidden = digestLine.hidden = form.hidden = policyLine.hidden = !isPending;
+    // With an approver policy the kernel decides as its own identity: no typed name.
+    const policy = isPending ? pending.policy : "";
+    policyLine.textContent = `identity: ${model.get("identity") || "?"}` +
+      (policy ? ` · may decide: ${policy}` : "");
+    approverIn.readOnly = Boolean(policy);
+    if (policy) approverIn.value = model.get("approver") || "";
     if (decided.decision) {
       const note = decided.comment ? ` — ${decided.comment}` : "";
-      decidedLine.textContent = `${decided.decision} by ${decided.by} at ${clock(decided.at)}${note}`;
+      const who = decided.identity && decided.identity !== decided.by
+        ? `${decided.by} (identity ${decided.identity})` : decided.by;
+      decidedLine.textContent = `${decided.decision} by ${who} at ${clock(decided.at)}${note}`;
     } else {
       decidedLine.textContent = "";
     }
@@ -312,7 +321,7 @@ function render({ model, el }) {
   const handlers = {
     "change:overlay": () => { if (!history) applyOverlay(); },
     "change:state change:changed": () => { if (!history) updateState(); },
-    "change:pending change:decided": updateApproval,
+    "change:pending change:decided change:identity change:approver": updateApproval,
     "change:status change:busy": () => { updateHeader(); updateApproval(); },
     "change:node change:step change:max_steps change:title": () => { updateHeader(); updateSlider(); },
     "change:error change:notice": updateError,

@@ -1,0 +1,222 @@
+"""The SQLite checkpointer's decision transaction: state, policy, digest, then the update.
+
+Everything here runs inside one ``BEGIN IMMEDIATE`` transaction opened by
+:meth:`SqliteCheckpointer.decide <agentnb.store.sqlite.SqliteCheckpointer.decide>`: the write
+lock is held from the first read to the commit, so what is checked cannot change before
+the run's row is updated — in this process or any other. The refusal (if any) is returned,
+not raised, so that the attempt's audit row commits with the transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Mapping
+
+from agentnb._json import dumps, loads
+from agentnb.errors import (
+    ApprovalNotPending,
+    DecisionError,
+    NotAuthorized,
+    PolicyUnavailable,
+    RunNotFound,
+    StaleApproval,
+)
+from agentnb.identity import Identity
+from agentnb.store.base import DecisionEdit, decision_status
+from agentnb.store.policy import (
+    ApproverPolicy,
+    PendingRun,
+    PolicyCheck,
+    Refusal,
+    RunPolicy,
+    refusal,
+)
+from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
+from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
+from agentnb.store.sqlite_rows import run as run_row
+from agentnb.store.sqlite_tasks import edit_checkpoint, record_edit
+
+__all__ = ["decide", "get_run", "policy_refusal", "run_policy"]
+
+
+def get_run(db: sqlite3.Connection, run_id: str) -> RunRecord:
+    row = db.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotFound(run_id)
+    return run_row(row)
+
+
+def run_policy(db: sqlite3.Connection, run_id: str) -> RunPolicy:
+    """The policy stored when the run started (empty for a run from before version 4)."""
+    row = db.execute(
+        "SELECT started_by, interrupts FROM run_policies WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        get_run(db, run_id)  # RunNotFound for an unknown run; else no policy
+        return RunPolicy()
+    started_by, interrupts = row
+    return RunPolicy(
+        None if started_by is None else Identity.from_json(loads(started_by)),
+        {k: ApproverPolicy.from_json(v) for k, v in loads(interrupts).items()},
+    )
+
+
+def decide(
+    db: sqlite3.Connection,
+    run_id: str,
+    decision: str,
+    approver: str,
+    *,
+    comment: str | None,
+    expected_digest: str | None,
+    who: Identity,
+    checks: Mapping[str, PolicyCheck],
+    edit: DecisionEdit | None = None,
+) -> tuple[Decision, DecisionError | RunNotFound | None]:
+    """Decide (or refuse) and audit, in the caller's transaction; return both outcomes.
+
+    An accepted approval's ``edit`` (edited state, or an answer) is saved with it.
+    """
+    refused: DecisionError | RunNotFound | None = None
+    reason: str | None = None
+    node: str | None = None
+    step: int | None = None
+    digest: str | None = None
+    now = time.time()
+    try:
+        current = get_run(db, run_id)
+    except RunNotFound as missing:
+        refused, reason = missing, "unknown run"
+    else:
+        node, step, digest = current.node, current.step, current.pending_digest
+        if current.status != Status.PENDING:
+            refused = ApprovalNotPending(run_id, current.status, current.decided_by)
+            reason = f"not pending: {current.status}"
+        elif denied := policy_refusal(db, current, who, decision, approver, checks):
+            refused, reason = denied
+        elif expected_digest is not None and expected_digest != digest:
+            refused = StaleApproval(run_id, expected_digest, digest or "")
+            reason = "stale: the pending state changed"
+    if refused is None:
+        db.execute(
+            "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, decided_at = ? "
+            "WHERE run_id = ? AND status = 'pending'",
+            (str(decision_status(decision)), now, approver, now, run_id),
+        )
+        kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+        payload = {"by": approver, "identity": who.name, "comment": comment, "digest": digest}
+        edit = edit if decision == "approved" else None
+        if edit is not None:
+            payload.update(edit.audit())
+        state, tasks = edit_checkpoint(db, run_id, edit)
+        seq = current.seq + 1
+        event = Event(run_id, seq, current.step, kind, node, payload, now)
+        db.execute(
+            "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, current.step, node, state, pack([event]), now, tasks),
+        )
+    decision_id = db.execute(
+        f"INSERT INTO decisions ({DECISION_COLUMNS}) "
+        "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            run_id,
+            node,
+            step,
+            decision,
+            approver,
+            comment,
+            expected_digest,
+            digest,
+            int(refused is None),
+            reason,
+            now,
+            dumps(who.to_json()),
+        ),
+    ).fetchone()[0]
+    if refused is None and edit is not None:
+        record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
+    record = Decision(
+        decision_id,
+        run_id,
+        node,
+        step,
+        decision,
+        approver,
+        comment,
+        expected_digest,
+        digest,
+        accepted=refused is None,
+        reason=reason,
+        at=now,
+        identity=who,
+        edit=None if refused is not None or edit is None else edit.audit(),
+    )
+    return record, refused
+
+
+def policy_refusal(
+    db: sqlite3.Connection,
+    run: RunRecord,
+    who: Identity,
+    decision: str,
+    approver: str,
+    checks: Mapping[str, PolicyCheck],
+) -> tuple[DecisionError, str] | None:
+    """The error and audit reason when the run's approver policy refuses ``who``."""
+    found = _refusal(db, run, who, decision, approver, checks)
+    if found is None:
+        return None
+    if found.unavailable is not None:
+        unavailable = PolicyUnavailable(run.run_id, run.node, who.name, found.unavailable)
+        return unavailable, f"policy unavailable: {found.reason}"
+    return NotAuthorized(run.run_id, run.node, who.name, found.reason), (
+        f"not authorized: {found.reason}"
+    )
+
+
+def _refusal(
+    db: sqlite3.Connection,
+    run: RunRecord,
+    who: Identity,
+    decision: str,
+    approver: str,
+    checks: Mapping[str, PolicyCheck],
+) -> Refusal | None:
+    """Check the run's stored approver policy against ``who``."""
+    policy = run_policy(db, run.run_id)
+    if not policy.interrupts:
+        return None
+    # The pause's own event says which boundary it is (after which node, if any).
+    rows = db.execute(
+        "SELECT events FROM entries WHERE run_id = ? ORDER BY seq DESC", (run.run_id,)
+    )
+    after = None
+    for event in (e for (packed,) in rows for e in reversed(unpack(run.run_id, packed))):
+        if event.type == EventType.INTERRUPTED:
+            after = event.payload.get("after")
+            break
+    rows.close()
+    applying = policy.applying(run.node, after)
+    if not applying:
+        return None
+
+    def pending() -> PendingRun:
+        (state,) = db.execute(
+            "SELECT state FROM entries WHERE run_id = ? AND state IS NOT NULL "
+            "ORDER BY seq DESC LIMIT 1",
+            (run.run_id,),
+        ).fetchone()
+        return PendingRun(
+            run.run_id,
+            run.graph,
+            run.node,
+            run.step,
+            loads(state),
+            policy.started_by,
+            decision,
+            approver,
+        )
+
+    return refusal(applying, who, policy.started_by, checks, pending)
