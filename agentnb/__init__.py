@@ -24,6 +24,7 @@ from agentnb.errors import (
     ApprovalNotPending,
     BreakerOpen,
     DefinitionError,
+    ExerciseFailed,
     IncompatibleWorkflow,
     InvalidDecision,
     InvalidState,
@@ -37,6 +38,7 @@ from agentnb.errors import (
     RunNotFound,
     StaleApproval,
     StepBudgetExhausted,
+    UnknownExercise,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
 from agentnb.identity import Identity
@@ -68,6 +70,7 @@ __all__ = [
     "DefinitionError",
     "Event",
     "EventType",
+    "ExerciseFailed",
     "Identity",
     "IncompatibleWorkflow",
     "InvalidDecision",
@@ -91,6 +94,7 @@ __all__ = [
     "Status",
     "StepBudgetExhausted",
     "StepResult",
+    "UnknownExercise",
     "Workflow",
     "__version__",
 ]

@@ -22,6 +22,7 @@ PUBLIC = {
     "CircuitBreaker",
     "Decision",
     "DefinitionError",
+    "ExerciseFailed",
     "Event",
     "EventType",
     "Identity",
@@ -47,6 +48,7 @@ PUBLIC = {
     "Status",
     "StepBudgetExhausted",
     "StepResult",
+    "UnknownExercise",
     "Workflow",
     "__version__",
 }
@@ -95,6 +97,7 @@ LEVELS = {
     "agentnb.examples": 3,
     "agentnb.resilience": 3,
     "agentnb.render": 4,
+    "agentnb.teach": 4,  # grades what the store recorded; the CLI's `check` sits above it
     "agentnb.widgets": 5,
     "agentnb.cli": 5,
     "agentnb.metrics": 5,
