@@ -96,13 +96,15 @@ def check(
     run: Run | None = None,
     instance: MachineInstance | None = None,
     answer: Any = None,
-    strict: bool = False,
+    strict: bool | None = None,
 ) -> None:
     """Grade ``exercise`` (see :func:`grade`) and print ✓, or ✗ with a hint.
 
     Args:
         strict: raise :class:`~agentnb.errors.ExerciseFailed` when it is not done — for an
-            autograder (an nbgrader test cell passes when it raises nothing).
+            autograder (an nbgrader test cell passes when it raises nothing). By default
+            strict only while nbgrader executes the notebook (``NBGRADER_EXECUTION`` is
+            ``autograde`` or ``validate``), so one notebook serves students and graders.
 
     Example:
         >>> from agentnb.examples import build_refund_workflow
@@ -115,5 +117,7 @@ def check(
     """
     result = grade(exercise, db=db, store=store, run=run, instance=instance, answer=answer)
     print(result)
+    if strict is None:
+        strict = os.environ.get("NBGRADER_EXECUTION", "").lower() in ("autograde", "validate")
     if strict and not result.passed:
         raise ExerciseFailed(result)

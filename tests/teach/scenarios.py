@@ -134,7 +134,9 @@ def predict_history(answer: Any) -> Scenario:
     return scenario
 
 
-def two_signoffs(store: SqliteCheckpointer, *, made_up: bool = False) -> dict[str, Any]:
+def two_signoffs(
+    store: SqliteCheckpointer, *, made_up: bool = False, decision: str = "rejected"
+) -> dict[str, Any]:
     graph = build_refund_graph()
     graph.add_interrupt_before("refund")
     run = graph.compile(store).start({"requested": 1200}, run_id="two-signoffs")
@@ -143,7 +145,7 @@ def two_signoffs(store: SqliteCheckpointer, *, made_up: bool = False) -> dict[st
     run.approve(by="tom")
     run.run()
     with contextlib.suppress(Exception):
-        run.approve(by="maria", expected_digest="0" * 64 if made_up else seen)
+        run.decide(decision, by="maria", expected_digest="0" * 64 if made_up else seen)
     return {"store": store}
 
 

@@ -94,3 +94,11 @@ def test_a_wrong_solution_fails_with_a_hint(exercise_id: str, store: SqliteCheck
 @pytest.mark.parametrize("exercise_id", sorted(CASES))
 def test_an_empty_store_passes_no_exercise(exercise_id: str, store: SqliteCheckpointer) -> None:
     assert not grade(exercise_id, store=store)
+
+
+def test_a_stale_approval_like_the_demo_does_not_pass_the_stale_rejection_exercise(
+    store: SqliteCheckpointer,
+) -> None:
+    result = grade("02.2", **s.two_signoffs(store, decision="approved"))
+    assert not result.passed
+    assert "only stale approvals" in result.observed

@@ -52,6 +52,18 @@ def test_check_strict_raises_exercise_failed_for_an_autograder(tmp_path: Path) -
     assert not failed.value.result.passed
 
 
+def test_check_is_strict_while_nbgrader_grades_the_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = _submission(tmp_path, reject=False)
+    check("01.1", db=wrong)  # a student's run: a hint, no error
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(ExerciseFailed):
+        check("01.1", db=wrong)
+    check("01.1", db=_submission(tmp_path / "right", reject=True))  # passes: no error
+    check("01.1", db=wrong, strict=False)  # an explicit choice wins
+
+
 def test_grade_of_one_run_ignores_the_rest_of_the_store() -> None:
     workflow = build_refund_workflow()
     rejected = workflow.start({"requested": 800})

@@ -57,34 +57,42 @@ def predict_the_history(evidence: Evidence) -> Outcome:
 
 @exercise(
     "02.2",
-    "A stale approval, refused",
-    hint="A digest names one pending state of one run. Approve the first sign-off, let the "
-    "run pause again, then approve with the digest you saw the first time.",
+    "A stale rejection, refused too",
+    hint="A digest names one pending state of one run. Keep run.pending_digest at the first "
+    "sign-off, let someone approve it and the run pause again, then reject with what you kept.",
     notebook=NOTEBOOK,
 )
-def stale_approval_is_refused(evidence: Evidence) -> Outcome:
-    refused_any = False
+def stale_rejection_is_refused(evidence: Evidence) -> Outcome:
+    refused: list[str] = []
     for run in reversed(evidence.runs()):
         audit = evidence.decisions(run.run_id)
         for i, attempt in enumerate(audit):
             if attempt.accepted or not (attempt.reason or "").startswith("stale"):
                 continue
-            refused_any = True
-            seen_before = {d.pending_digest for d in audit[:i] if d.pending_digest}
-            if attempt.digest_shown in seen_before:
-                earlier = next(d for d in audit[:i] if d.pending_digest == attempt.digest_shown)
+            seen = {d.pending_digest: d for d in audit[:i] if d.pending_digest}
+            earlier = seen.get(attempt.digest_shown)
+            if earlier is None:
+                refused.append("made-up")
+            elif attempt.decision != "rejected":
+                refused.append(attempt.decision)
+            else:
                 return ok(
-                    f"run {run.run_id!r}: the digest shown at `{earlier.node}` (step "
-                    f"{earlier.step}) was refused at `{attempt.node}` (step {attempt.step}) "
-                    "as stale"
+                    f"run {run.run_id!r}: a rejection with the digest shown at "
+                    f"`{earlier.node}` (step {earlier.step}) was refused at `{attempt.node}` "
+                    f"(step {attempt.step}) as stale"
                 )
-    if refused_any:
+    if "made-up" in refused:
         return no(
             "a stale attempt is recorded, but its digest was never a pending state of that "
             "run: a made-up digest proves nothing",
-            "Use run.pending_digest while the run waits at its first sign-off.",
+            "Keep run.pending_digest while the run waits at its first sign-off.",
         )
-    return no("no stale approval attempt is recorded")
+    if refused:
+        return no(
+            "only stale approvals are recorded; the exercise asks whether a stale panel can "
+            "reject"
+        )
+    return no("no stale attempt is recorded")
 
 
 @exercise(
