@@ -242,48 +242,51 @@ def replayed_payment(store: SqliteCheckpointer, run_ids: list[str]) -> dict[str,
 # -- 05 --------------------------------------------------------------------------------
 
 
-def reports(store: SqliteCheckpointer, *, decide_all: bool, timeout_write: bool = False) -> Any:
-    def search(state: dict[str, Any]) -> dict[str, Any]:
-        if state["topic"] == "bees":
-            raise ConnectionError("search API timed out")
-        return {"sources": 3}
+def refund_desk(
+    store: SqliteCheckpointer, *, decide_all: bool, timeout_reply: bool = False
+) -> Any:
+    def fraud_check(state: dict[str, Any]) -> dict[str, Any]:
+        if state["customer"] == "bea":
+            raise ConnectionError("fraud API timed out")
+        return {"risk": "low"}
 
-    async def write(state: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(1 if timeout_write else 0)
-        return {"draft": "x"}
+    async def draft_reply(state: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(1 if timeout_reply else 0)
+        return {"reply": "x"}
 
-    g = StateGraph("report")
-    g.add_node("search", search, retry=Retry(attempts=2, **FAST))
-    g.add_node("write", write, timeout=0.05 if timeout_write else None)
-    g.add_node("publish", lambda s: {"published": True})
-    g.set_entry_point("search").add_edge("search", "write").add_edge("write", "publish")
-    g.add_interrupt_before("publish")
+    g = StateGraph("refund_desk")
+    g.add_node("fraud_check", fraud_check, retry=Retry(attempts=2, **FAST))
+    g.add_node("draft_reply", draft_reply, timeout=0.05 if timeout_reply else None)
+    g.add_node("refund", lambda s: {"paid": True})
+    g.set_entry_point("fraud_check").add_edge("fraud_check", "draft_reply")
+    g.add_edge("draft_reply", "refund")
+    g.add_interrupt_before("refund")
     workflow = g.compile(store)
-    for i, topic in enumerate(["tides", "bees", "maps"]):
+    for i, customer in enumerate(["ada", "bea", "cy"]):
         with contextlib.suppress(NodeFailed):
-            workflow.start({"topic": topic}, run_id=f"report-{i}").run()
+            workflow.start({"customer": customer}, run_id=f"desk-{i}").run()
     if decide_all:
         for record in workflow.runs("pending"):
-            workflow.attach(record.run_id).approve(by="editor", comment="checked")
+            workflow.attach(record.run_id).approve(by="clerk", comment="checked")
             workflow.attach(record.run_id).run()
     return workflow
 
 
 def failed_report(answer: Any) -> Scenario:
     def scenario(store: SqliteCheckpointer) -> dict[str, Any]:
-        reports(store, decide_all=False)
+        refund_desk(store, decide_all=False)
         return {"store": store, "answer": answer}
 
     return scenario
 
 
-def timed_out_write(store: SqliteCheckpointer, *, timeout_write: bool) -> dict[str, Any]:
-    reports(store, decide_all=False, timeout_write=timeout_write)
+def timed_out_reply(store: SqliteCheckpointer, *, timeout_reply: bool) -> dict[str, Any]:
+    refund_desk(store, decide_all=False, timeout_reply=timeout_reply)
     return {"store": store}
 
 
-def decided_reports(store: SqliteCheckpointer, *, decide_all: bool) -> dict[str, Any]:
-    reports(store, decide_all=decide_all)
+def decided_refunds(store: SqliteCheckpointer, *, decide_all: bool) -> dict[str, Any]:
+    refund_desk(store, decide_all=decide_all)
     return {"store": store}
 
 

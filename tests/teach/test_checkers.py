@@ -47,11 +47,11 @@ CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
         P(s.replayed_payment, run_ids=["refund-1"]),
     ),
     "05.1": (
-        s.failed_report({"topic": "bees", "attempt": 2}),
-        s.failed_report({"topic": "bees", "attempt": 1}),
+        s.failed_report({"customer": "bea", "attempt": 2}),
+        s.failed_report({"customer": "bea", "attempt": 1}),
     ),
-    "05.2": (P(s.timed_out_write, timeout_write=True), P(s.timed_out_write, timeout_write=False)),
-    "05.3": (P(s.decided_reports, decide_all=True), P(s.decided_reports, decide_all=False)),
+    "05.2": (P(s.timed_out_reply, timeout_reply=True), P(s.timed_out_reply, timeout_reply=False)),
+    "05.3": (P(s.decided_refunds, decide_all=True), P(s.decided_refunds, decide_all=False)),
     "09.1": (P(s.agent, stop_after=100), P(s.agent, stop_after=3)),
     "09.2": (s.reject_big, s.approve_big),
     "09.3": (

@@ -1,4 +1,4 @@
-"""Notebook 05 · Observability: questions answered from the event log and the audit."""
+"""Notebook 05 · Observability: questions about the refund desk, answered from the log."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ NOTEBOOK = "05-observability"
 
 @exercise(
     "05.1",
-    "Which run failed, at which attempt?",
+    "Which customer's refund failed, at which attempt?",
     hint="A run's first state holds its input; a `retry` event is one failed attempt that "
     "was tried again, and the `failed` event ends the last one.",
     notebook=NOTEBOOK,
@@ -23,43 +23,44 @@ def which_run_failed(evidence: Evidence) -> Outcome:
         return no("no run has failed")
     answer = evidence.answer
     if not isinstance(answer, dict):
-        return no("no answer given: pass answer={'topic': '<topic>', 'attempt': <n>}")
+        return no("no answer given: pass answer={'customer': '<name>', 'attempt': <n>}")
     for run in failed:
-        topic = evidence.first_state(run.run_id).get("topic")
+        customer = evidence.first_state(run.run_id).get("customer")
         attempts = sum(e.type == "retry" for e in evidence.events(run.run_id)) + 1
-        if answer.get("topic") == topic:
+        if answer.get("customer") == customer:
             if answer.get("attempt") == attempts:
-                return ok(f"run {run.run_id!r} ({topic}) failed at attempt {attempts}")
-            return no(f"right run ({topic}); the attempt number is not the recorded one")
-    return no(f"{answer.get('topic')!r} is not the topic of a failed run")
+                return ok(f"run {run.run_id!r} ({customer}) failed at attempt {attempts}")
+            return no(f"right run ({customer}); the attempt number is not the recorded one")
+    return no(f"{answer.get('customer')!r} is not the customer of a failed run")
 
 
 @exercise(
     "05.2",
-    "A timeout on `write`",
+    "A timeout on `draft_reply`",
     hint="timeout= on add_node cancels an attempt that runs too long and records a "
     "`timeout` event; without a retry policy the run fails.",
     notebook=NOTEBOOK,
 )
-def write_times_out(evidence: Evidence) -> Outcome:
+def draft_reply_times_out(evidence: Evidence) -> Outcome:
     for run in reversed(evidence.runs()):
-        if any(e.type == "timeout" and e.node == "write" for e in evidence.events(run.run_id)):
+        events = evidence.events(run.run_id)
+        if any(e.type == "timeout" and e.node == "draft_reply" for e in events):
             error = evidence.failure(run.run_id) or {}
             return ok(
-                f"`write` timed out in run {run.run_id!r}; the run is {run.status.value}"
+                f"`draft_reply` timed out in run {run.run_id!r}; the run is {run.status.value}"
                 + (f" ({error.get('type')})" if error else "")
             )
-    return no("no run recorded a `timeout` event at `write`")
+    return no("no run recorded a `timeout` event at `draft_reply`")
 
 
 @exercise(
     "05.3",
-    "Decide every pending report, with a comment",
+    "Decide every pending refund, with a comment",
     hint="workflow.runs('pending') lists the runs waiting for a decision; approve or reject "
     "each with comment=..., and the audit keeps it.",
     notebook=NOTEBOOK,
 )
-def decide_every_pending_report(evidence: Evidence) -> Outcome:
+def decide_every_pending_refund(evidence: Evidence) -> Outcome:
     runs = evidence.runs()
     if not runs:
         return no("no run is recorded yet")

@@ -8,13 +8,13 @@ from agentnb.teach.registry import exercise
 from agentnb.teach.verdict import Outcome, no, ok
 
 NOTEBOOK = "capstone"
-TAUGHT = {"refund", "report", "agent"}
+TAUGHT = {"refund", "refund_desk", "agent"}
 
 
 @exercise(
     "10.1",
     "Capstone: a workflow of your own",
-    hint="One graph (not the course's refund, report or agent) needs: a router with a short "
+    hint="One graph (not the course's refund, refund desk or agent) needs: a router with a short "
     "path that completes without a decision, an interrupt that one run passes by approval "
     "and whose node does a side effect through ctx.once, and one run rejected there.",
     notebook=NOTEBOOK,
