@@ -206,10 +206,13 @@ def test_the_reviewed_errata_stay_fixed() -> None:
     def source(stem: str) -> str:
         return "\n".join(c.source for c in _read(HERE / f"{stem}.ipynb").cells)
 
-    quick, approval, machines = source("01-quickstart"), source("02-human-approval"), source(
-        "03-state-machines"
+    quick, approval, machines = (
+        source("01-quickstart"),
+        source("02-human-approval"),
+        source("03-state-machines"),
     )
-    assert "**`messages`" in quick and "appends" in quick
+    assert "**`messages`" in quick
+    assert "appends" in quick
     assert "seed article" not in approval
     assert '"0" * 64' not in approval  # the stale approval uses a digest someone really saw
     assert "mkdtemp" not in approval
@@ -217,7 +220,8 @@ def test_the_reviewed_errata_stay_fixed() -> None:
     for taught in ("on_enter(", "on_exit(", "final=[", "event_id=", ".resume(", ".view()"):
         assert taught in machines, taught
     reliability = source("04-reliability")
-    assert "%%writefile" in reliability and "textwrap" not in reliability
+    assert "%%writefile" in reliability
+    assert "textwrap" not in reliability
     assert "fork(0" in reliability  # the fork that re-routes, beside the one that cannot
     for path in NOTEBOOKS:
         assert 'payload["cause"]' not in "\n".join(c.source for c in _read(path).cells)

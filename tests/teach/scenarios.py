@@ -242,9 +242,7 @@ def replayed_payment(store: SqliteCheckpointer, run_ids: list[str]) -> dict[str,
 # -- 05 --------------------------------------------------------------------------------
 
 
-def refund_desk(
-    store: SqliteCheckpointer, *, decide_all: bool, timeout_reply: bool = False
-) -> Any:
+def refund_desk(store: SqliteCheckpointer, *, decide_all: bool, timeout_reply: bool = False) -> Any:
     def fraud_check(state: dict[str, Any]) -> dict[str, Any]:
         if state["customer"] == "bea":
             raise ConnectionError("fraud API timed out")

@@ -89,8 +89,7 @@ def stale_rejection_is_refused(evidence: Evidence) -> Outcome:
         )
     if refused:
         return no(
-            "only stale approvals are recorded; the exercise asks whether a stale panel can "
-            "reject"
+            "only stale approvals are recorded; the exercise asks whether a stale panel can reject"
         )
     return no("no stale attempt is recorded")
 
