@@ -70,7 +70,7 @@ def stale_rejection_is_refused(evidence: Evidence) -> Outcome:
             if attempt.accepted or not (attempt.reason or "").startswith("stale"):
                 continue
             seen = {d.pending_digest: d for d in audit[:i] if d.pending_digest}
-            earlier = seen.get(attempt.digest_shown)
+            earlier = seen.get(attempt.digest_shown or "")
             if earlier is None:
                 refused.append("made-up")
             elif attempt.decision != "rejected":
