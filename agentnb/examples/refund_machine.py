@@ -23,15 +23,17 @@ from agentnb.fsm.machine import StateMachine
 __all__ = ["build_refund_machine"]
 
 
-def _needs_approval(context: dict[str, Any], payload: Any) -> bool:
+# Guard and actions are module functions with plain names: the diagram shows the guard's.
+def needs_approval(context: dict[str, Any], payload: Any) -> bool:
+    """Amounts above the threshold go to a human."""
     return bool(payload) and payload["amount"] > APPROVAL_THRESHOLD
 
 
-def _record_amount(context: dict[str, Any], payload: Any) -> dict[str, Any]:
+def record_amount(context: dict[str, Any], payload: Any) -> dict[str, Any]:
     return {"amount": payload["amount"]}
 
 
-def _record_receipt(context: dict[str, Any], payload: Any) -> dict[str, Any]:
+def record_receipt(context: dict[str, Any], payload: Any) -> dict[str, Any]:
     return {"status": "success", "receipt": (payload or {}).get("receipt")}
 
 
@@ -49,10 +51,10 @@ def build_refund_machine() -> StateMachine:
         description="the refund workflow, one state per position of a run",
     )
     machine.add_transition(
-        "planner", "planned", "human_approval", guard=_needs_approval, action=_record_amount
+        "planner", "planned", "human_approval", guard=needs_approval, action=record_amount
     )
-    machine.add_transition("planner", "planned", "refund", action=_record_amount)
+    machine.add_transition("planner", "planned", "refund", action=record_amount)
     machine.add_transition("human_approval", "approved", "refund")
     machine.add_transition("human_approval", "rejected", "rejected")
-    machine.add_transition("refund", "paid", "done", action=_record_receipt)
+    machine.add_transition("refund", "paid", "done", action=record_receipt)
     return machine
