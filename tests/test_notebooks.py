@@ -184,7 +184,9 @@ def test_exercise_cells_carry_nbgrader_metadata(path: Path) -> None:
             continue
         grader = cell.metadata["nbgrader"]
         ids.append(grader["grade_id"])
-        assert grader["grade_id"] == f"ex-{role[0]}-{role[1]}"
+        assert grader["grade_id"] == f"ex-{role[0].replace('.', '-')}-{role[1]}"
+        assert re.fullmatch(r"[a-zA-Z0-9_\-]+", grader["grade_id"])  # nbgrader's pattern
+        assert grader["schema_version"] == 3
         if role[1] == "check":  # an autograder test: locked, worth a point
             assert (grader["grade"], grader["locked"], grader["points"]) == (True, True, 1)
         else:
