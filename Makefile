@@ -66,10 +66,11 @@ unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -m "not browser"
 	$(PY) -m pytest -m browser
 
-# The notebooks' committed outputs, compared after sanitising ids, times and paths.
+# The notebooks' committed outputs, compared after sanitising ids, times and paths; the
+# worked solutions too, so every exercise's check is seen passing.
 nbval: $(VENV)/.dev system-deps
 	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
-	  notebooks/*.ipynb
+	  notebooks/*.ipynb notebooks/solutions/*.ipynb
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).
 notebooks: $(VENV)/.dev system-deps

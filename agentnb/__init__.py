@@ -25,6 +25,7 @@ from agentnb.errors import (
     BreakerOpen,
     ConflictingUpdate,
     DefinitionError,
+    ExerciseFailed,
     IncompatibleWorkflow,
     InvalidAnswer,
     InvalidDecision,
@@ -40,6 +41,7 @@ from agentnb.errors import (
     StaleApproval,
     StepBudgetExhausted,
     TaskNotNamed,
+    UnknownExercise,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
 from agentnb.graph.superstep import Send
@@ -73,6 +75,7 @@ __all__ = [
     "DefinitionError",
     "Event",
     "EventType",
+    "ExerciseFailed",
     "Identity",
     "IncompatibleWorkflow",
     "InvalidAnswer",
@@ -99,6 +102,7 @@ __all__ = [
     "StepBudgetExhausted",
     "StepResult",
     "TaskNotNamed",
+    "UnknownExercise",
     "Workflow",
     "__version__",
 ]

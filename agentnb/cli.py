@@ -308,7 +308,35 @@ def _parser() -> argparse.ArgumentParser:
         )
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
+
+    check = sub.add_parser("check", help="grade a course exercise from a database")
+    check.add_argument("exercise", nargs="?", help="the exercise id, e.g. 02.1")
+    check.add_argument("--db", help="the SQLite file to grade (a submission)")
+    check.add_argument("--answer", help="the prediction the exercise asks for, as JSON")
+    check.add_argument("--list", action="store_true", help="list the exercises")
     return parser
+
+
+def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.teach import exercises, grade
+
+    if args.list:
+        for found in exercises():
+            out.write(f"{found.id}  {found.title}\n")
+        return OK
+    if not args.exercise or not args.db:
+        raise _UsageError("name an exercise and a database: agentnb check 02.1 --db FILE")
+    try:
+        answer = None if args.answer is None else json.loads(args.answer)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"--answer is not JSON ({exc.msg}); quote it: --answer '{{...}}'"
+        ) from None
+    if not Path(args.db).is_file():
+        raise _UsageError(f"no database at {args.db!r}")
+    result = grade(args.exercise, db=args.db, answer=answer)
+    out.write(f"{result}\n")
+    return OK if result.passed else REFUSED
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
@@ -336,6 +364,7 @@ def _cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "check": _cmd_check,
     "demo": _cmd_demo,
     "draw": _cmd_draw,
     "validate": _cmd_validate,

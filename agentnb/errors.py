@@ -36,6 +36,8 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── SchemaVersionError     the database was written by a newer agentnb
     │   └── InstanceConflict       another writer moved a machine instance on first
     ├── RenderError                Graphviz failed, timed out, or drew something unsafe
+    ├── UnknownExercise            ``agentnb.teach`` has no exercise with that id
+    ├── ExerciseFailed             ``check(..., strict=True)`` found the exercise not done
     └── MissingDependency          an optional extra is not installed (``pip install ...``)
 """
 
@@ -51,6 +53,7 @@ __all__ = [
     "ConflictingUpdate",
     "DecisionError",
     "DefinitionError",
+    "ExerciseFailed",
     "IncompatibleMachine",
     "IncompatibleWorkflow",
     "InstanceConflict",
@@ -78,6 +81,7 @@ __all__ = [
     "StoreError",
     "TaskNotNamed",
     "TransitionNotAllowed",
+    "UnknownExercise",
 ]
 
 
@@ -531,6 +535,39 @@ class InstanceConflict(StoreError):
             f"#{found}, expected #{expected}), so nothing was saved. Send the event again: "
             "it will be decided from the new state."
         )
+
+
+# -- teaching ----------------------------------------------------------------------------
+
+
+class UnknownExercise(AgentnbError):
+    """No exercise is registered under this id in :mod:`agentnb.teach`."""
+
+    def __init__(self, exercise_id: str, close: Sequence[str], known: Sequence[str]) -> None:
+        self.exercise_id = exercise_id
+        self.close = tuple(close)
+        self.known = tuple(known)
+        suggestion = (
+            f"Did you mean {', '.join(repr(c) for c in self.close)}?"
+            if self.close
+            else f"Known ones: {', '.join(self.known) or 'none'}."
+        )
+        super().__init__(
+            f"there is no exercise {exercise_id!r}. {suggestion} "
+            "`agentnb check --list` lists them all."
+        )
+
+
+class ExerciseFailed(AgentnbError, AssertionError):
+    """An exercise checked with ``strict=True`` is not done yet (an autograder's failure).
+
+    Attributes:
+        result: the :class:`agentnb.teach.Result`: what was recorded, and the hint.
+    """
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        super().__init__(f"{result}")
 
 
 class MissingDependency(AgentnbError):

@@ -1,4 +1,4 @@
-"""Re-execute every notebook here and store its outputs (``make notebooks``).
+"""Re-execute every notebook here (and in solutions/) and store its outputs (``make notebooks``).
 
 Outputs are committed and checked by nbval in ``make test``, so they must be reproducible:
 runs use fixed ids, nothing prints times or random values, and widget state is not stored
@@ -40,7 +40,10 @@ def regenerate(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted(HERE.glob("*.ipynb"))
+    paths = [Path(a) for a in argv] or [
+        *sorted(HERE.glob("*.ipynb")),
+        *sorted((HERE / "solutions").glob("*.ipynb")),
+    ]
     for path in paths:
         regenerate(path.resolve())
     return 0

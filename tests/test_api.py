@@ -23,6 +23,7 @@ PUBLIC = {
     "ConflictingUpdate",
     "Decision",
     "DefinitionError",
+    "ExerciseFailed",
     "Event",
     "EventType",
     "Identity",
@@ -51,6 +52,7 @@ PUBLIC = {
     "StepBudgetExhausted",
     "StepResult",
     "TaskNotNamed",
+    "UnknownExercise",
     "Workflow",
     "__version__",
 }
@@ -99,6 +101,7 @@ LEVELS = {
     "agentnb.examples": 3,
     "agentnb.resilience": 3,
     "agentnb.render": 4,
+    "agentnb.teach": 4,  # grades what the store recorded; the CLI's `check` sits above it
     "agentnb.widgets": 5,
     "agentnb.cli": 5,
     "agentnb.metrics": 5,

@@ -81,6 +81,18 @@ def test_exhausted_retries_fail_the_run_with_the_last_error(
     assert run.status == Status.FAILED
 
 
+def test_retry_and_failed_events_describe_the_error_in_one_shape(
+    store: Checkpointer, drive: Driver
+) -> None:
+    run = one_node(Flaky(5), store, retry=Retry(attempts=2, **FAST))
+    with pytest.raises(NodeFailed):
+        drive.run(run)
+    retry, failed = (e for e in run.events if e.type in ("retry", "failed"))
+    assert retry.payload["error"] == {"type": "ConnectionError", "message": "attempt 1 failed"}
+    assert failed.payload["error"] == {"type": "ConnectionError", "message": "attempt 2 failed"}
+    assert failed.payload["raised"]["type"] == "NodeFailed"
+
+
 def test_only_the_listed_exceptions_are_retried(store: Checkpointer) -> None:
     flaky = Flaky(1, error=ValueError)
     run = one_node(flaky, store, retry=Retry(attempts=3, on=(ConnectionError,), **FAST))

@@ -130,7 +130,7 @@ def test_without_idle_gaps_the_axis_is_linear_with_round_readable_ticks() -> Non
 
 def test_outcomes_failed_by_timeout_refused_by_breaker_cancelled_and_running() -> None:
     log = Log().add("node_start", "slow", 0.01).add("timeout", "slow", 0.02, seconds=0.01)
-    log.add("failed", "slow", 0.021, error=error("NodeFailed"), cause=error("NodeTimeout"))
+    log.add("failed", "slow", 0.021, error=error("NodeTimeout"), raised=error("NodeFailed"))
     log.add("node_start", "pay", 0.03).add("breaker_open", "pay", 0.03, breaker="p", retry_in=9)
     log.add("failed", "pay", 0.03, error=error("BreakerOpen"))
     log.add("node_start", "a", 0.04).add("cancelled", "a", 0.05, reason="CancelledError")

@@ -695,10 +695,10 @@ class Driver:
     # -- pauses and ends -------------------------------------------------------------------
 
     def _failed(self, node: str, step: int, error: BaseException) -> Event:
-        cause = error.error if isinstance(error, NodeFailed) else None
-        payload: dict[str, Any] = {"error": describe(error)}
-        if cause is not None:
-            payload["cause"] = describe(cause)
+        # One shape for every failure event (``retry``, ``failed``): ``error`` is what went
+        # wrong in the user's code; ``raised`` is the agentnb error the caller got for it.
+        cause = error.error if isinstance(error, NodeFailed) else error
+        payload = {"error": describe(cause), "raised": describe(error)}
         return self._event(EventType.FAILED, node, step, payload)
 
     def _pause(self, node: str, step: int, state_json: str) -> Event:

@@ -140,6 +140,7 @@ def diagram_from_machine(
         direction=direction,
         legend=legend,
         overlay=overlay,
+        machine=True,
     )
 
 

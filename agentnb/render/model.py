@@ -198,6 +198,8 @@ class Diagram:
         direction: ``"LR"`` (left to right) or ``"TB"`` (top to bottom).
         legend: draw a legend of the kinds that appear.
         overlay: what a run did, or ``None`` for a bare workflow.
+        machine: a state machine's diagram: its nodes are states, its edges transitions,
+            and an overlay says which state the instance is *in* (not which node runs next).
     """
 
     nodes: tuple[Node, ...]
@@ -206,6 +208,7 @@ class Diagram:
     direction: Direction = "LR"
     legend: bool = False
     overlay: Overlay | None = None
+    machine: bool = False
     _index: dict[str, Node] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:

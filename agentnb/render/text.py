@@ -48,6 +48,19 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _instance_lines(overlay: Overlay) -> list[str]:
+    # A machine instance is *in* a state; nothing is "next" until an event arrives.
+    status = overlay.status or "not started"
+    where = f" — in {_name(overlay.current)}" if overlay.current else ""
+    lines = [f"instance: {status}{where}"]
+    if overlay.visited:
+        lines.append("  visited: " + ", ".join(_name(n) for n in overlay.visited))
+    if overlay.traversed:
+        taken = (f"{_name(s)} -> {_name(t)} ×{n}" for s, t, n in overlay.traversed)
+        lines.append("  taken: " + ", ".join(taken))
+    return lines
+
+
 def _overlay_lines(overlay: Overlay) -> list[str]:
     status = overlay.status or "not started"
     where = {
@@ -71,8 +84,15 @@ def _overlay_lines(overlay: Overlay) -> list[str]:
 def to_text(diagram: Diagram) -> str:
     """A readable listing of the diagram's nodes, edges and run overlay."""
     nodes = [n for n in diagram.nodes if n.kind not in (NodeKind.START, NodeKind.END)]
-    head = f"{_name(diagram.title or 'diagram')}: {_plural(len(nodes), 'node')}, "
-    lines = [head + _plural(len(diagram.edges), "edge")]
+    title = _name(diagram.title or "diagram")
+    if diagram.machine:
+        # The arrow from the start marker is the initial state, not a declared transition.
+        markers = {n.id for n in diagram.nodes if n.kind is NodeKind.START}
+        declared = [e for e in diagram.edges if e.source not in markers]
+        head = f"{title}: {_plural(len(nodes), 'state')}, {_plural(len(declared), 'transition')}"
+    else:
+        head = f"{title}: {_plural(len(nodes), 'node')}, {_plural(len(diagram.edges), 'edge')}"
+    lines = [head]
     for node in nodes:
         notes = _notes(node)
         lines.append(f"  {_name(node.label)}" + (f"  ({'; '.join(notes)})" if notes else ""))
@@ -83,5 +103,5 @@ def to_text(diagram: Diagram) -> str:
         text = f"  [{_name(edge.text)}]" if edge.text else ""
         lines.append(f"  {_name(edge.source)} {arrow} {_name(edge.target)}{text}")
     if diagram.overlay is not None:
-        lines += _overlay_lines(diagram.overlay)
+        lines += (_instance_lines if diagram.machine else _overlay_lines)(diagram.overlay)
     return "\n".join(lines)

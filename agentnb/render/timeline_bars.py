@@ -95,7 +95,7 @@ class _Open:
 
 
 def _error_text(payload: dict[str, Any]) -> str:
-    error = payload.get("cause") or payload.get("error")
+    error = payload.get("error")
     if isinstance(error, dict):
         return f"{error.get('type', '')}: {error.get('message', '')}"
     return ""

@@ -331,9 +331,9 @@ def test_a_failing_node_fails_the_run_and_raises_node_failed_from_the_original(
         "message": str(err.value),
         "node": "boom",
     }
-    assert run.events[-1].payload["cause"] == {
-        "type": "ZeroDivisionError",
-        "message": "no refunds on Sundays",
+    assert run.events[-1].payload == {
+        "error": {"type": "ZeroDivisionError", "message": "no refunds on Sundays"},
+        "raised": {"type": "NodeFailed", "message": str(err.value)},
     }
     assert run.state == {"a": True}
     assert drive.step(run).node is None

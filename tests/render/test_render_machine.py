@@ -212,7 +212,19 @@ def test_reaching_a_final_state_completes_the_instance() -> None:
     assert d.overlay is not None
     assert (d.overlay.status, d.overlay.current, d.overlay.completed) == ("completed", "paid", True)
     assert 'class="agentnb-diagram run-completed"' in to_dot(d)
-    assert "run: completed" in to_text(d)
+    assert "instance: completed — in paid" in to_text(d)
+
+
+def test_a_machine_as_text_counts_states_and_transitions_and_says_where_it_is() -> None:
+    light = traffic_light()
+    crossing = light.start()
+    crossing.send(next(iter(light.allowed_events(light.initial))))
+    text = to_text(diagram_from_instance(crossing))
+    head = text.splitlines()[0]
+    states, transitions = len(light.states), len(light.transitions)
+    assert head.endswith(f": {states} states, {transitions} transitions")
+    assert f"instance: running — in {crossing.state}" in text
+    assert "next:" not in text
 
 
 def test_a_fresh_instance_has_only_entered_its_initial_state() -> None:
@@ -272,7 +284,7 @@ def test_instance_svg_carries_the_overlay_classes() -> None:
 
 def test_machines_and_instances_display_in_notebooks() -> None:
     bundle = mimebundle(traffic_light())
-    assert bundle["text/plain"].startswith("traffic_light: 3 nodes, 6 edges\n  RED  (entry)")
+    assert bundle["text/plain"].startswith("traffic_light: 3 states, 5 transitions\n  RED  (entry)")
     assert set(parse_svg(bundle[SVG_MIME]).nodes) == {"START", "RED", "GREEN", "YELLOW"}
     bundle = mimebundle(midway())
     assert "  taken: START -> RED ×1, RED -> GREEN ×1, GREEN -> YELLOW ×1" in bundle["text/plain"]

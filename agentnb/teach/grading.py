@@ -1,0 +1,123 @@
+"""``check`` and ``grade``: gather the evidence, run the exercise's checker, say the verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentnb.errors import ExerciseFailed, StoreError
+from agentnb.teach.evidence import Evidence
+from agentnb.teach.registry import lookup
+from agentnb.teach.verdict import Result
+
+if TYPE_CHECKING:
+    from agentnb.fsm.instance import MachineInstance
+    from agentnb.graph.run import Run
+    from agentnb.store.base import Checkpointer
+
+__all__ = ["check", "grade"]
+
+
+@contextlib.contextmanager
+def _evidence(
+    db: str | os.PathLike[str] | None,
+    store: Checkpointer | None,
+    run: Run | None,
+    instance: MachineInstance | None,
+    answer: Any,
+) -> Iterator[Evidence]:
+    opened: Checkpointer | None = None
+    if db is not None:
+        path = Path(db)
+        if not path.is_file():
+            raise StoreError(
+                f"there is no database at {os.fspath(db)!r}. Run the notebook's cells that "
+                "create it first, or pass the .sqlite3 file you want graded."
+            )
+        from agentnb.store.sqlite import SqliteCheckpointer
+
+        store = opened = SqliteCheckpointer(path)
+    if store is None and run is not None:
+        store = run.workflow.checkpointer
+    machines = getattr(store, "machines", None) if store is not None else None
+    if instance is not None and machines is None:
+        machines = instance.store
+    try:
+        yield Evidence(
+            store,
+            machines=machines,
+            run_ids=None if run is None else [run.run_id],
+            instance=instance,
+            answer=answer,
+        )
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def grade(
+    exercise: str,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    store: Checkpointer | None = None,
+    run: Run | None = None,
+    instance: MachineInstance | None = None,
+    answer: Any = None,
+) -> Result:
+    """Grade ``exercise`` from what was recorded, without printing anything.
+
+    Args:
+        exercise: its id, e.g. ``"02.1"`` (``agentnb.teach.exercises()`` lists them).
+        db: a ``.sqlite3`` file to grade as a whole (a submission).
+        store: a checkpointer to grade as a whole.
+        run: grade only this run (in its workflow's checkpointer unless ``store``/``db``).
+        instance: grade only this state-machine instance.
+        answer: a prediction the exercise asks for, compared with what was recorded.
+
+    Raises:
+        UnknownExercise: no exercise has this id.
+        StoreError: ``db`` names no file.
+    """
+    found = lookup(exercise)
+    with _evidence(db, store, run, instance, answer) as evidence:
+        outcome = found.checker(evidence)
+    hint = None if outcome.passed else (outcome.hint or found.hint)
+    return Result(found.id, found.title, outcome.passed, outcome.observed, hint)
+
+
+def check(
+    exercise: str,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    store: Checkpointer | None = None,
+    run: Run | None = None,
+    instance: MachineInstance | None = None,
+    answer: Any = None,
+    strict: bool | None = None,
+) -> None:
+    """Grade ``exercise`` (see :func:`grade`) and print ✓, or ✗ with a hint.
+
+    Args:
+        strict: raise :class:`~agentnb.errors.ExerciseFailed` when it is not done — for an
+            autograder (an nbgrader test cell passes when it raises nothing). By default
+            strict only while nbgrader executes the notebook (``NBGRADER_EXECUTION`` is
+            ``autograde`` or ``validate``), so one notebook serves students and graders.
+
+    Example:
+        >>> from agentnb.examples import build_refund_workflow
+        >>> from agentnb.teach import check
+        >>> run = build_refund_workflow().start({"requested": 800})
+        >>> _ = run.run()
+        >>> check("01.1", run=run)  # doctest: +ELLIPSIS
+        ✗ 01.1 Reject a big refund: ...pending...
+          hint: ...
+    """
+    result = grade(exercise, db=db, store=store, run=run, instance=instance, answer=answer)
+    print(result)
+    if strict is None:
+        strict = os.environ.get("NBGRADER_EXECUTION", "").lower() in ("autograde", "validate")
+    if strict and not result.passed:
+        raise ExerciseFailed(result)

@@ -1,0 +1,56 @@
+"""What a checker concludes: an :class:`Outcome`, and the :class:`Result` a student sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Outcome", "Result", "no", "ok"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A checker's verdict: did it pass, what was recorded, and (if not) a concept to revisit.
+
+    ``observed`` says what the store shows ("rejected; only `planner` ran; no refund paid");
+    ``hint`` points at the idea to look at again, never at the answer. A failed outcome
+    without its own hint gets the exercise's.
+    """
+
+    passed: bool
+    observed: str
+    hint: str | None = None
+
+
+def ok(observed: str) -> Outcome:
+    """A passing outcome: ``observed`` says what was recorded."""
+    return Outcome(True, observed)
+
+
+def no(observed: str, hint: str | None = None) -> Outcome:
+    """A failing outcome: what was recorded, and optionally a more specific hint."""
+    return Outcome(False, observed, hint)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The graded exercise: ``bool(result)`` is whether it passed; ``str`` is the verdict."""
+
+    exercise: str
+    title: str
+    passed: bool
+    observed: str
+    hint: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        mark = "✓" if self.passed else "✗"
+        line = f"{mark} {self.exercise} {self.title}: {self.observed}"
+        if not self.passed and self.hint:
+            line += f"\n  hint: {self.hint}"
+        return line
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))

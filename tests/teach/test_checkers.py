@@ -1,0 +1,104 @@
+"""Every exercise's checker, graded on a correct and on a wrong solution.
+
+A checker that passed a wrong solution (or an empty store) would grade nothing; one that
+failed a correct solution would fail students who did the work. Both ways, for every
+registered exercise: ``test_every_exercise_is_tested_both_ways`` keeps the table complete.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentnb import SqliteCheckpointer
+from agentnb.teach import exercises, grade
+from tests.teach import scenarios as s
+
+P = functools.partial
+
+# id -> (a correct solution, a wrong one)
+CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
+    "01.1": (s.reject_big, s.approve_big),
+    "01.2": (s.with_notify, P(s.with_notify, replace=True)),
+    "01.3": (s.huge_outcome, P(s.huge_outcome, declared=True)),
+    "02.1": (
+        s.predict_history({"step": 2, "next": "refund"}),
+        s.predict_history({"step": 1, "next": "human_approval"}),
+    ),
+    "02.2": (s.two_signoffs, P(s.two_signoffs, made_up=True)),
+    "02.3": (s.reject_2000, P(s.reject_2000, comment=None)),
+    "03.1": (P(s.maintenance, everywhere=True), P(s.maintenance, everywhere=False)),
+    "03.2": (P(s.final_state, final=True), P(s.final_state, final=False)),
+    "03.3": (
+        s.clicks(["timer", "timer", "emergency", "timer"], "GREEN"),
+        s.clicks(["timer", "timer", "emergency", "timer"], "YELLOW"),
+    ),
+    "03.4": (P(s.event_ids, with_ids=True, answer=2), P(s.event_ids, with_ids=False, answer=2)),
+    "04.1": (
+        P(s.retried_timeout, answer={"timeout": 3, "retry": 2}),
+        P(s.retried_timeout, answer={"timeout": 2, "retry": 2}),
+    ),
+    "04.2": (P(s.breaker, failures=3), P(s.breaker, failures=2)),
+    "04.3": (
+        P(s.replayed_payment, run_ids=["refund-1", "refund-2"]),
+        P(s.replayed_payment, run_ids=["refund-1"]),
+    ),
+    "05.1": (
+        s.failed_report({"customer": "bea", "attempt": 2}),
+        s.failed_report({"customer": "bea", "attempt": 1}),
+    ),
+    "05.2": (P(s.timed_out_reply, timeout_reply=True), P(s.timed_out_reply, timeout_reply=False)),
+    "05.3": (P(s.decided_refunds, decide_all=True), P(s.decided_refunds, decide_all=False)),
+    "09.1": (P(s.agent, stop_after=100), P(s.agent, stop_after=3)),
+    "09.2": (s.reject_big, s.approve_big),
+    "09.3": (
+        P(s.replayed_payment, run_ids=["agent-1"]),
+        P(s.agent, stop_after=3),
+    ),
+    "10.1": (P(s.capstone, with_rejection=True), P(s.capstone, with_rejection=False)),
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteCheckpointer]:
+    with SqliteCheckpointer(tmp_path / "submission.sqlite3") as store:
+        yield store
+
+
+def test_every_exercise_is_tested_both_ways() -> None:
+    assert sorted(CASES) == [e.id for e in exercises()]
+
+
+@pytest.mark.parametrize("exercise_id", sorted(CASES))
+def test_a_correct_solution_passes(exercise_id: str, store: SqliteCheckpointer) -> None:
+    correct, _ = CASES[exercise_id]
+    result = grade(exercise_id, **correct(store))
+    assert result.passed, str(result)
+    assert str(result).startswith(f"✓ {exercise_id} ")
+    assert result.hint is None
+
+
+@pytest.mark.parametrize("exercise_id", sorted(CASES))
+def test_a_wrong_solution_fails_with_a_hint(exercise_id: str, store: SqliteCheckpointer) -> None:
+    _, wrong = CASES[exercise_id]
+    result = grade(exercise_id, **wrong(store))
+    assert not result.passed, str(result)
+    assert str(result).startswith(f"✗ {exercise_id} ")
+    assert result.hint
+    assert "\n  hint: " in str(result)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(CASES))
+def test_an_empty_store_passes_no_exercise(exercise_id: str, store: SqliteCheckpointer) -> None:
+    assert not grade(exercise_id, store=store)
+
+
+def test_a_stale_approval_like_the_demo_does_not_pass_the_stale_rejection_exercise(
+    store: SqliteCheckpointer,
+) -> None:
+    result = grade("02.2", **s.two_signoffs(store, decision="approved"))
+    assert not result.passed
+    assert "only stale approvals" in result.observed
