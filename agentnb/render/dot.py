@@ -198,7 +198,7 @@ def _node_state(node: Node, lit: _Lit | None) -> list[str]:
         states.append("rejected")
     if node.id == overlay.pending:
         states.append("pending")
-    if node.id == overlay.current:
+    if node.id == overlay.current or node.id in overlay.active:
         states.append("current")
     if node.id in lit.visited:
         states.append("visited")

@@ -202,6 +202,12 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
     known = set(graph.nodes) | {END_ID}
     status: str | None = None
     current: str | None = None
+    # A superstep lights several nodes: those running, else those the last one led to.
+    running: dict[str, None] = {}
+    upcoming: dict[str, None] = {}
+    update_step = -1
+    joins = list(graph.joins)
+    arrived: dict[int, set[str]] = {}
     visited: dict[str, None] = {}
     counts: dict[tuple[str, str], int] = {}
     pending = failed = rejected = error = None
@@ -231,7 +237,15 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
                     take(START_ID, node)
             visited[node] = None
             current, pending = node, None
+            running[node] = None
+            upcoming.pop(node, None)
+            for j, join in enumerate(joins):
+                if node == join.target:
+                    arrived.pop(j, None)
         elif kind == EventType.STATE_UPDATE and node is not None:
+            if event.step != update_step:  # the first update of a new superstep
+                update_step, upcoming = event.step, {}
+            running.pop(node, None)
             # A fan-out lists every branch it leads to ("to"); one edge otherwise ("next").
             leads = event.payload.get("to")
             if not isinstance(leads, list):
@@ -240,6 +254,16 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
                 if isinstance(nxt, str) and nxt in known:
                     take(node, nxt)
                     current = nxt
+                    if nxt != END_ID:
+                        upcoming[nxt] = None
+            for j, join in enumerate(joins):
+                if node not in join.sources:
+                    continue
+                if join.target in leads:  # the last one in: the join fired
+                    arrived.pop(j, None)
+                else:
+                    arrived.setdefault(j, set()).add(node)
+                    upcoming.pop(join.target, None)
         elif kind == EventType.INTERRUPTED:
             status = "pending"
             current = node if node is not None else current
@@ -260,9 +284,17 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
         elif kind == EventType.COMPLETED:
             status, pending = "completed", None
             current = END_ID
+            running, upcoming = {}, {}
         elif kind == EventType.CANCELLED:
             status = "cancelled"
+    active = tuple(running or upcoming) if status in ("running", "approved", "pending") else ()
     return Overlay(
+        active=active if len(active) > 1 else (),
+        waiting=tuple(
+            (join.target, len(arrived[j]), len(join.sources))
+            for j, join in enumerate(joins)
+            if arrived.get(j)
+        ),
         status=status,
         current=current,
         visited=tuple(visited),

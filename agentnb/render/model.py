@@ -157,6 +157,8 @@ class Overlay:
         keyed: ``(source, target, key, count)`` when parallel edges must be told apart (a
             machine's transitions between the same two states); drawing prefers it.
         last_key: the key of the edge taken last, with ``keyed``.
+        active: the nodes of a superstep, when several run (or run next) at once.
+        waiting: the joins still waiting, with how many of their sources have arrived.
     """
 
     status: str | None = None
@@ -170,6 +172,10 @@ class Overlay:
     last: tuple[str, str] | None = None
     keyed: tuple[tuple[str, str, str, int], ...] = ()
     last_key: str | None = None
+    active: tuple[str, ...] = ()
+    """Every node of the superstep in flight or next, when there are several (all lit)."""
+    waiting: tuple[tuple[str, int, int], ...] = ()
+    """``(join target, sources arrived, sources in all)`` for each join still waiting."""
 
     @property
     def completed(self) -> bool:

@@ -343,3 +343,50 @@ def test_a_cancelled_superstep_resumes_without_rerunning_its_finished_tasks(
     run.run()
     assert calls == {"b": 1, "c": 2}
     assert run.state == {"total": 3, "seen": 3}
+
+
+def test_the_overlay_lights_every_node_of_the_next_superstep() -> None:
+    from agentnb.render.dot import to_dot
+    from agentnb.render.extract import diagram_from_run, overlay_from_events
+    from agentnb.render.text import to_text
+
+    run = diamond(lambda s: None, lambda s: None).start({"total": 0})
+    run.step()  # a ran: b and c are next, together
+    overlay = overlay_from_events(run.events, run.workflow)
+    assert overlay.active == ("b", "c")
+    dot = to_dot(diagram_from_run(run))
+    lit = [line for line in dot.splitlines() if "is-current" in line]
+    assert [line.split('id="')[1].split('"')[0] for line in lit] == ["node-b", "node-c"]
+    assert "next: b, c" in to_text(diagram_from_run(run))
+
+
+def test_a_join_shows_how_many_of_its_branches_have_arrived() -> None:
+    from agentnb.render.extract import diagram_from_run, overlay_from_events
+    from agentnb.render.text import to_text
+
+    g = StateGraph("join")
+    for name in ("a", "b", "c", "c2", "d"):
+        g.add_node(name, lambda s: None)
+    g.set_entry_point("a")
+    g.add_edge("a", "b").add_edge("a", "c").add_edge("c", "c2").add_edge(["b", "c2"], "d")
+    run = g.compile().start({})
+    run.step()
+    run.step()  # b arrived at the join; c2 is still to come
+    assert overlay_from_events(run.events, run.workflow).waiting == (("d", 1, 2),)
+    assert "d waits: 1 of 2 arrived" in to_text(diagram_from_run(run))
+    run.step()  # c2 arrives: d is triggered
+    assert overlay_from_events(run.events, run.workflow).waiting == ()
+
+
+def test_a_send_fan_out_is_one_edge_with_a_count(drive: Driver) -> None:
+    from agentnb.render.extract import overlay_from_events
+
+    g = StateGraph("fan", reducers={"n": operator.add})
+    g.add_node("split", lambda s: None).add_node("work", lambda s: {"n": 1})
+    g.set_entry_point("split")
+    g.add_conditional_edge("split", lambda s: [Send("work", {}) for _ in range(7)], ["work"])
+    run = g.compile().start({"n": 0})
+    drive.run(run)
+    traversed = {(s, t): n for s, t, n in overlay_from_events(run.events, run.workflow).traversed}
+    assert traversed[("split", "work")] == 7
+    assert traversed[("work", "END")] == 7
