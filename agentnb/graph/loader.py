@@ -308,6 +308,25 @@ def _build(
     graph = LoadedGraph(data["name"], reducers=reducers, max_steps=int(data.get("max_steps", 25)))
     graph.description, graph.source, graph.digest = data.get("description", ""), source, digest
     for path, spec in nodes(data):
+        # "fn" belongs to a function node; "input_keys"/"output_keys" to a subgraph node.
+        keys = ("fn", "input_keys", "output_keys")
+        stray = [k for k in keys if k in spec and (k == "fn") == ("subgraph" in spec)]
+        if stray:
+            at = json_path((*path[:2], stray[0]))
+            fix = 'Give a node "fn", or "subgraph" with its "input_keys"/"output_keys"'
+            problems.append(SchemaProblem(at, f"{stray[0]!r} does not fit this node", fix))
+            continue
+        if "subgraph" in spec:
+            attempt(
+                (*path[:2], "subgraph"),
+                graph.add_node,
+                spec["name"],
+                registry[spec["subgraph"]],
+                description=spec.get("description"),
+                input_keys=spec.get("input_keys"),
+                output_keys=spec.get("output_keys"),
+            )
+            continue
         attempt(
             (*path[:2], "fn") if "fn" in spec else path,
             graph.add_node,

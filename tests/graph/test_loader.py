@@ -548,3 +548,39 @@ def test_a_bad_approver_entry_in_a_file_is_a_schema_problem_at_its_path(
     assert problem.path == path
     assert fragment in str(problem)
     assert problem.fix
+
+
+def test_a_file_names_a_subgraph_from_the_registry() -> None:
+    inner = StateGraph("inner").add_node("look", lambda s: {"found": s["topic"], "tmp": 1})
+    document = {
+        "kind": "workflow",
+        "name": "outer",
+        "entry": "plan",
+        "nodes": [
+            "plan",
+            {"name": "research", "subgraph": "inner", "output_keys": ["found"]},
+        ],
+        "edges": [{"source": "plan", "target": "research"}],
+    }
+    registry = {"plan": lambda s: {"topic": "otters"}, "inner": inner.set_entry_point("look")}
+    run = load_workflow(json.dumps(document), registry=registry).compile().invoke({})
+    assert run.state == {"topic": "otters", "found": "otters"}
+    assert run.children()[0].status == "completed"
+
+
+def test_a_subgraph_reference_that_is_not_a_graph_or_has_fn_too_is_a_problem() -> None:
+    document = {
+        "kind": "workflow",
+        "name": "outer",
+        "entry": "research",
+        "nodes": [{"name": "research", "subgraph": "inner"}],
+    }
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(json.dumps(document), registry={"inner": lambda s: None})
+    assert [p.path for p in caught.value.problems] == ["$.nodes[0].subgraph"]
+    assert "not a StateGraph or a compiled Workflow" in caught.value.problems[0].message
+    both = {**document, "nodes": [{"name": "research", "subgraph": "inner", "fn": "inner"}]}
+    inner = StateGraph("inner").add_node("x", lambda s: None).set_entry_point("x")
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(json.dumps(both), registry={"inner": inner})
+    assert [p.path for p in caught.value.problems] == ["$.nodes[0].fn"]
