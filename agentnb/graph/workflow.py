@@ -246,20 +246,33 @@ class Workflow(Drawable):
         return [r for r in self.checkpointer.list_runs(status) if r.graph == self.name]
 
     async def astream(
-        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
-    ) -> AsyncIterator[Event]:
-        """Start a run and yield its events until it pauses for approval or ends."""
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        mode: str = "events",
+    ) -> AsyncIterator[Any]:
+        """Start a run and yield its events until it pauses for approval or ends.
+
+        ``mode="custom"`` yields what the nodes emit (``ctx.emit``) as they run instead.
+        """
         run = self.start(state, run_id=run_id)
-        for event in run.events:
-            yield event
-        async for event in run.astream():
-            yield event
+        stream = run.astream(mode=mode)
+        if mode == "events":
+            for event in run.events:
+                yield event
+        async for item in stream:
+            yield item
 
     def stream(
-        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
-    ) -> Iterator[Event]:
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        mode: str = "events",
+    ) -> Iterator[Any]:
         """Sync twin of :meth:`astream`."""
-        return iterate_sync(self.astream(state, run_id=run_id))
+        return iterate_sync(self.astream(state, run_id=run_id, mode=mode))
 
     def aresume(
         self,

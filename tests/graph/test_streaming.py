@@ -102,3 +102,14 @@ def test_an_unknown_stream_mode_is_refused() -> None:
     run = StateGraph("m").add_node("a", lambda s: None).set_entry_point("a").compile().start({})
     with pytest.raises(AgentnbError, match="mode='custom'"):
         run.astream(mode="tokens")
+
+
+def test_a_workflow_streams_what_its_nodes_emit() -> None:
+    def talk(state: dict[str, Any], ctx: NodeContext) -> None:
+        for token in ("a", "b"):
+            ctx.emit("token", token)
+
+    wf = StateGraph("wf").add_node("talk", talk).set_entry_point("talk").compile()
+    assert [i.data for i in wf.stream({}, mode="custom")] == ["a", "b"]
+    types = [e.type for e in wf.stream({})]
+    assert types == ["run_started", "node_start", "token", "state_update", "completed"]
