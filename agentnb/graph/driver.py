@@ -94,6 +94,7 @@ class Driver:
         self.recovered: list[str] = []  # tasks whose saved result this call merged
         self.stepping = False  # driving one superstep: subgraphs advance one of theirs
         self.live: Live | None = None  # set by astream(mode="custom")
+        self.approvals: dict[str, str] = {}  # task id ("" for the run) -> who approved
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
@@ -185,6 +186,13 @@ class Driver:
         wf = self.workflow
         step = record.step
         approved = record.status == Status.APPROVED
+        if wf.nested and approved and record.decided_by:
+            # A decision taken on this run (the CLI, a panel) about a pause inside one of
+            # its subgraphs is passed down to the subgraph's run (see drive_child).
+            self.approvals = {"": record.decided_by}
+            for row in self.store.pending_tasks(self.run_id):
+                if row.status == "approved" and row.decided_by:
+                    self.approvals[row.task_id] = row.decided_by
         state, state_json = self.state, self.state_json
         # A linear run keeps just its next node (``frontier`` is None); anything more — a
         # fan-out, Sends, joins waiting — keeps the whole frontier.
@@ -577,7 +585,13 @@ class Driver:
         if spec.subgraph is not None:
             try:
                 return await drive_child(
-                    self.workflow, self.run_id, task, step, state_json, stepping=self.stepping
+                    self.workflow,
+                    self.run_id,
+                    task,
+                    step,
+                    state_json,
+                    stepping=self.stepping,
+                    approved_by=self.approvals.get(task.id) or self.approvals.get(""),
                 )
             except NodeFailed as exc:
                 raise _Failure(node, exc) from None

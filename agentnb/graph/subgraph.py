@@ -55,6 +55,7 @@ async def drive_child(
     state_json: str,
     *,
     stepping: bool,
+    approved_by: str | None = None,
 ) -> dict[str, Any]:
     """Drive the child run of subgraph task ``task``; return the parent's delta.
 
@@ -73,6 +74,11 @@ async def drive_child(
         child = Run._attach(child_workflow, name)
     except RunNotFound:
         child = Run._create(child_workflow, start, name)
+    if approved_by and child._record.status == Status.PENDING and not child._questions():
+        # The parent was approved where only the parent is known (the CLI, a panel): the
+        # approval was of this pause, so the child records it too, by the same approver.
+        comment = f"approved on the parent run {run_id}"
+        child.decide("approved", by=approved_by, comment=comment, task=_only(child))
     events: list[Event] = []
     try:
         async for event in child._drive(1 if stepping else None):
@@ -89,6 +95,11 @@ async def drive_child(
             run_id, task.node, step, RuntimeError(f"subgraph run {name!r} ended {status}")
         )
     return _output(spec, start, child._state)
+
+
+def _only(child: Run) -> str | None:
+    held = child.pending()
+    return held[0].task_id if len(held) == 1 else None
 
 
 def _input(spec: NodeSpec, state_json: str, payload: dict[str, Any] | None) -> dict[str, Any]:

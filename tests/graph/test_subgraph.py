@@ -200,3 +200,21 @@ def test_a_subgraph_in_a_branch_pauses_alone_while_its_sibling_finishes(
     assert run.state["side"] is True
     assert run.state["summary"] == "found otters"
     assert calls == {"search": 1, "other": 1, "summarise": 1}
+
+
+def test_a_pause_in_a_subgraph_approved_through_the_store_reaches_the_subgraph(
+    store: Checkpointer,
+) -> None:
+    # The CLI and the panel decide with the store, on the parent run only.
+    calls: Counter[str] = Counter()
+    wf = parent(research(calls, pause=True)).compile(store)
+    run = wf.start({"notes": []})
+    run.run()
+    store.decide(run.run_id, "approved", "ada")
+    wf.attach(run.run_id).run()
+    run = wf.attach(run.run_id)
+    assert run.status == Status.COMPLETED
+    [child] = run.children()
+    assert [(d.approver, d.accepted) for d in child.decisions()] == [("ada", True)]
+    assert child.decisions()[0].comment == f"approved on the parent run {run.run_id}"
+    assert calls == {"search": 1, "summarise": 1}
