@@ -390,3 +390,28 @@ def test_a_send_fan_out_is_one_edge_with_a_count(drive: Driver) -> None:
     traversed = {(s, t): n for s, t, n in overlay_from_events(run.events, run.workflow).traversed}
     assert traversed[("split", "work")] == 7
     assert traversed[("work", "END")] == 7
+
+
+def test_the_timeline_gives_each_branch_its_own_overlapping_lane() -> None:
+    from agentnb.render.timeline_bars import bars_from_events
+
+    started = {name: asyncio.Event() for name in ("b", "c")}
+
+    def branch(name: str, other: str) -> Any:
+        async def node(state: dict[str, Any]) -> None:
+            started[name].set()
+            await asyncio.wait_for(started[other].wait(), DEADLINE)
+
+        return node
+
+    run = diamond(branch("b", "c"), branch("c", "b")).start({"total": 0})
+    asyncio.run(run.arun())
+    bars = {bar.node: bar for bar in bars_from_events(run.events)}
+    assert [(b.node, b.outcome) for b in bars.values()] == [
+        ("a", "ok"),
+        ("b", "ok"),
+        ("c", "ok"),
+        ("d", "ok"),
+    ]
+    assert bars["b"].start < bars["c"].end
+    assert bars["c"].start < bars["b"].end  # the two lanes overlap in time
