@@ -189,19 +189,33 @@ class Controls:
             return
         comment = comment if isinstance(comment, str) and comment else None
         digest = digest if isinstance(digest, str) and digest else None
-        task = asyncio.get_running_loop().create_task(self._decide(decision, by, comment, digest))
+        held = content.get("task")  # one of several tasks a superstep holds, if so
+        held = held if isinstance(held, str) and held else None
+        task = asyncio.get_running_loop().create_task(
+            self._decide(decision, by, comment, digest, held)
+        )
         self._decisions.add(task)
         task.add_done_callback(self._decisions.discard)
 
     async def _decide(
-        self, decision: str, by: str, comment: str | None, digest: str | None
+        self,
+        decision: str,
+        by: str,
+        comment: str | None,
+        digest: str | None,
+        held: str | None = None,
     ) -> None:
         with self.lock:
             self._deciding += 1
         try:
             # The store's write may wait on another process's transaction: not on this loop.
             await asyncio.to_thread(
-                self.run.decide, decision, by=by, comment=comment, expected_digest=digest
+                self.run.decide,
+                decision,
+                by=by,
+                comment=comment,
+                expected_digest=digest,
+                task=held,
             )
         except AgentnbError as exc:
             # Kept until the next action: a double click's refusal must stay visible.

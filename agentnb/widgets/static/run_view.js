@@ -219,6 +219,10 @@ function render({ model, el }) {
       approvalHead.textContent = pending.when === "after"
         ? `Awaiting approval after “${pending.after}” ran (next: “${pending.node}”)`
         : `Awaiting approval before “${pending.node}” runs`;
+      if (pending.waiting && pending.waiting.length > 1) {
+        // A superstep holds several tasks: each is decided on its own, this one first.
+        approvalHead.textContent += ` · task “${pending.task}” (${pending.waiting.length} awaiting: ${pending.waiting.join(", ")})`;
+      }
       approvalState.textContent = JSON.stringify(pending.state, null, 2);
       digestLine.textContent = `approving exactly this state · digest ${String(pending.digest || "").slice(0, 12)}…`;
     } else {
@@ -301,7 +305,7 @@ function render({ model, el }) {
     // The digest of the state this view shows: the store refuses it if the run moved on.
     model.send({
       kind: "decide", decision, by: approverIn.value, comment: commentIn.value,
-      digest: pending.digest || "",
+      digest: pending.digest || "", task: pending.task || "",
     });
   };
   approveBtn.addEventListener("click", () => decide("approved"));

@@ -1,0 +1,50 @@
+"""The panel and parallel branches: several held tasks shown and decided one at a time."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from widget_support import Frontend, run_async, until
+
+from agentnb import SqliteCheckpointer, StateGraph
+
+
+def test_each_held_task_is_shown_and_decided_in_turn_from_the_panel(
+    store: SqliteCheckpointer,
+) -> None:
+    g = StateGraph("branches", reducers={"done": operator.add})
+    g.add_node("plan", lambda s: None)
+    for name in ("b", "c", "d"):
+        g.add_node(name, lambda s, name=name: {"done": [name]})
+        g.add_edge("plan", name)
+    g.set_entry_point("plan").add_interrupt_before("b", "d")
+    run = g.compile(store).start({"done": []})
+    run.run()
+    shown: list[Any] = []
+
+    async def main() -> Frontend:
+        fe = Frontend(run)
+        try:
+            fe.hello()
+            for _ in range(2):
+                pending = dict(fe.view.pending)
+                shown.append((pending["task"], pending["waiting"]))
+                assert fe.view.decided == {}  # a partly decided pause is not decided
+                fe.click(
+                    "decide",
+                    decision="approved",
+                    by="ada",
+                    digest=pending["digest"],
+                    task=pending["task"],
+                )
+                await until(lambda p=pending: fe.view.pending.get("task") != p["task"])
+            await until(lambda: fe.view.status == "completed" and not fe.view.busy)
+        finally:
+            fe.close()
+        return fe
+
+    fe = run_async(main)
+    assert shown == [("b", ["b", "d"]), ("d", ["d"])]
+    assert [(d.node, d.accepted) for d in fe.view.run.decisions()] == [("b", True), ("d", True)]
+    assert fe.view.run.state["done"] == ["b", "c", "d"]
