@@ -197,6 +197,40 @@ class Controls:
         self._decisions.add(task)
         task.add_done_callback(self._decisions.discard)
 
+    def respond(self, content: dict[str, Any]) -> None:
+        """Answer a node's question as the browser asked (checked by ``run.respond``)."""
+        by, comment, held = content.get("by"), content.get("comment"), content.get("task")
+        if not isinstance(by, str) or "value" not in content:
+            self.say(error=f"Refused: an answer by {by!r} is not a message this view sends.")
+            return
+        if self.decide_as is not None and by != self.decide_as:
+            self.say(error=f"Refused: this panel decides as {self.decide_as} only.")
+            return
+        comment = comment if isinstance(comment, str) and comment else None
+        held = held if isinstance(held, str) and held else None
+        task = asyncio.get_running_loop().create_task(
+            self._respond(content["value"], by, comment, held)
+        )
+        self._decisions.add(task)
+        task.add_done_callback(self._decisions.discard)
+
+    async def _respond(self, value: Any, by: str, comment: str | None, held: str | None) -> None:
+        with self.lock:
+            self._deciding += 1
+        try:
+            await asyncio.to_thread(self.run.respond, value, by=by, comment=comment, task=held)
+        except AgentnbError as exc:
+            prefix = "Refused: " if isinstance(exc, DecisionError) else ""
+            self.say(error=f"{prefix}{exc}")
+        else:
+            with self.lock:
+                self._approved_here = True
+            self.say(notice=f"Answered by {by}.")
+        finally:
+            with self.lock:
+                self._deciding -= 1
+            self.wake()
+
     async def _decide(
         self,
         decision: str,

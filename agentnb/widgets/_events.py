@@ -181,6 +181,8 @@ def pending_payload(events: Sequence[Event], digest: str | None) -> dict[str, An
             }
             if held:
                 shown.update(task=task, waiting=held)
+            if p.get("when") == "input":
+                shown["question"] = p.get("question")
             return shown
     return {}
 

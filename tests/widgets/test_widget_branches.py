@@ -48,3 +48,31 @@ def test_each_held_task_is_shown_and_decided_in_turn_from_the_panel(
     assert shown == [("b", ["b", "d"]), ("d", ["d"])]
     assert [(d.node, d.accepted) for d in fe.view.run.decisions()] == [("b", True), ("d", True)]
     assert fe.view.run.state["done"] == ["b", "c", "d"]
+
+
+def test_a_question_is_shown_and_answered_once_from_the_panel(store: SqliteCheckpointer) -> None:
+    from agentnb import NodeContext
+
+    def ask(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        seats = ctx.interrupt({"question": "How many seats?", "schema": {"type": "integer"}})
+        return {"seats": seats}
+
+    run = StateGraph("ask").add_node("ask", ask).set_entry_point("ask").compile(store).start({})
+    run.run()
+
+    async def main() -> Frontend:
+        fe = Frontend(run)
+        try:
+            fe.hello()
+            assert fe.view.pending["question"]["question"] == "How many seats?"
+            fe.click("respond", value="three", by="ada")  # not an integer: refused
+            await until(lambda: "does not fit the question" in fe.view.error)
+            fe.click("respond", value=3, by="ada")
+            await until(lambda: fe.view.status == "completed" and not fe.view.busy)
+        finally:
+            fe.close()
+        return fe
+
+    fe = run_async(main)
+    assert fe.view.run.state == {"seats": 3}
+    assert [(d.accepted, d.edit) for d in fe.view.run.decisions()] == [(True, {"answer": 3})]

@@ -48,6 +48,14 @@ function render({ model, el }) {
   const approveBtn = button("Approve", "rv-btn rv-approve", "Approve exactly the state shown");
   const rejectBtn = button("Reject", "rv-btn rv-reject", "Reject: the node never runs");
   form.append(approverIn, commentIn, approveBtn, rejectBtn);
+  // A node's question (ctx.interrupt): the answer is typed as JSON, checked here before
+  // anything is sent, and checked against the question's schema by the kernel.
+  const answerBox = h("div", "rv-answer-box");
+  const answerIn = h("textarea", "rv-answer");
+  answerIn.setAttribute("aria-label", "answer (JSON)");
+  const answerBtn = button("Answer", "rv-btn rv-respond", "Send this answer (once)");
+  answerBox.append(answerIn, answerBtn);
+  form.append(answerBox);
   const decidedLine = h("div", "rv-decided");
   const policyLine = h("div", "rv-policy");  // who this kernel is, and who may decide
   approval.append(approvalHead, approvalState, digestLine, policyLine, form, decidedLine);
@@ -225,12 +233,19 @@ function render({ model, el }) {
       }
       approvalState.textContent = JSON.stringify(pending.state, null, 2);
       digestLine.textContent = `approving exactly this state · digest ${String(pending.digest || "").slice(0, 12)}…`;
+      if (pending.when === "input" && pending.question) {
+        const schema = pending.question.schema ? ` · answer: ${JSON.stringify(pending.question.schema)}` : "";
+        approvalHead.textContent = `“${pending.node}” asks: ${pending.question.question}${schema}`;
+      }
     } else {
       approvalHead.textContent = "Decision";
       approvalState.textContent = "";
       digestLine.textContent = "";
     }
     approvalState.hidden = digestLine.hidden = form.hidden = policyLine.hidden = !isPending;
+    const asking = isPending && pending.when === "input";
+    answerBox.hidden = !asking;
+    approveBtn.hidden = asking;
     // With an approver policy the kernel decides as its own identity: no typed name.
     const policy = isPending ? pending.policy : "";
     policyLine.textContent = `identity: ${model.get("identity") || "?"}` +
@@ -309,6 +324,23 @@ function render({ model, el }) {
     });
   };
   approveBtn.addEventListener("click", () => decide("approved"));
+  answerBtn.addEventListener("click", () => {
+    const pending = model.get("pending") || {};
+    let value;
+    try {
+      value = JSON.parse(answerIn.value);
+    } catch (err) {
+      localError = `Refused: the answer is not JSON (${err.message}); nothing was sent.`;
+      updateError();
+      return;
+    }
+    localError = "";
+    updateError();
+    model.send({
+      kind: "respond", value, by: approverIn.value, comment: commentIn.value,
+      task: pending.task || "",
+    });
+  });
   rejectBtn.addEventListener("click", () => decide("rejected"));
 
   function onMsg(msg, buffers) {
