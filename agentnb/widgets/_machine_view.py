@@ -197,8 +197,11 @@ class MachineView(LiveView):
         moved = snap.seq != self._seq
         new: list[TransitionRecord] = []
         if moved:
-            # Only when the row says something happened: the history is the long read.
-            self._records = self._store.history(self.instance_id)
+            # Only when the row says something happened: the history is the long read. Only
+            # the records the row accounts for: one committed since waits for the next
+            # refresh (its commit woke the relay), so the log never runs ahead of the state.
+            history = self._store.history(self.instance_id)
+            self._records = [r for r in history if r.seq <= snap.seq]
             new = [r for r in self._records if r.seq > self._seq]
             self._seq = snap.seq
             if self._live and new and new[-1].ignored:

