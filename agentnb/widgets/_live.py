@@ -27,7 +27,7 @@ import anywidget
 from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
 from agentnb.widgets._relay import Relay
 
-__all__ = ["REPLAY_CHUNK", "STATIC", "LiveView", "check_options", "static_text"]
+__all__ = ["REPLAY_CHUNK", "STATIC", "STYLESHEET", "LiveView", "check_options", "static_text"]
 
 STATIC = Path(__file__).parent / "static"
 REPLAY_CHUNK = 2000
@@ -37,6 +37,11 @@ REPLAY_CHUNK = 2000
 def static_text(*names: str) -> str:
     """The files ``static/<name>`` joined into one text (an ES module or a stylesheet)."""
     return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
+
+
+STYLESHEET = static_text("live.css", "run_view.css", "machine_view.css")
+"""Every panel's ``_css``: one text, so a MachineView's copy cannot restyle a RunView's nodes
+(anywidget adds one ``<style>`` per widget class; identical texts keep the rules' order)."""
 
 
 def check_options(drawer: str, max_rate: float) -> None:

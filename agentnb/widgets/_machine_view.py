@@ -36,7 +36,7 @@ from agentnb.errors import InstanceNotFound
 from agentnb.fsm import MachineInstance, MachineReloader, StateMachine, TransitionRecord
 from agentnb.render.extract import overlay_from_history
 from agentnb.widgets._drawing import machine_drawing_payload
-from agentnb.widgets._live import LiveView, check_options, static_text
+from agentnb.widgets._live import STYLESHEET, LiveView, check_options, static_text
 from agentnb.widgets._machine_controls import MachineControls
 from agentnb.widgets._machine_panel import (
     event_buttons,
@@ -80,7 +80,7 @@ class MachineView(LiveView):
     """
 
     _esm = static_text("live.js", "machine_view.js")
-    _css = static_text("live.css", "machine_view.css")
+    _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     instance_id = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)

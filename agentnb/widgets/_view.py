@@ -38,12 +38,13 @@ from agentnb.widgets._events import (
     pending_payload,
     run_error_text,
 )
-from agentnb.widgets._live import LiveView, check_options, static_text
+from agentnb.widgets._live import STYLESHEET, LiveView, check_options, static_text
 from agentnb.widgets._snapshot import snapshot_bundle
 
 __all__ = ["RunView", "view"]
 
-_PAUSE_EVENTS = frozenset({"approved", "rejected", "interrupted"})  # they change `decided`
+_DECISION_EVENTS = frozenset({"approved", "rejected"})
+_PAUSE_EVENTS = _DECISION_EVENTS | {"interrupted"}  # they change `decided`
 
 
 def _default_approver() -> str:
@@ -78,7 +79,7 @@ class RunView(LiveView):
     """
 
     _esm = static_text("live.js", "run_view.js")
-    _css = static_text("live.css", "run_view.css")
+    _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     run_id = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
@@ -125,6 +126,7 @@ class RunView(LiveView):
         # Read and written by the relay thread only (and by __init__ before it starts).
         self._events: list[Event] = []
         self._seq = 0
+        self._decided_seq = 0  # the last approved/rejected event in the log
         self._step = -1
         self._overlay_running: str | None = None
         self._drawing: dict[str, Any] | None = None
@@ -172,6 +174,10 @@ class RunView(LiveView):
         if new:
             self._events.extend(new)
             self._seq = new[-1].seq
+            decided = [e.seq for e in new if e.type in _DECISION_EVENTS]
+            self._decided_seq = decided[-1] if decided else self._decided_seq
+        # Every time, not only when a decision arrives: a refusal may be reported just after.
+        self._controls.decided_up_to(self._decided_seq)
         busy, running, error, notice = self._controls.news()
         # The state changes only when a step commits: read it then, not on every batch.
         changed_step = record.step != self._step

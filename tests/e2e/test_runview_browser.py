@@ -152,10 +152,16 @@ def test_reject_with_the_browser_drawn_diagram_ends_the_run_unpaid(page: Any, la
     view = widget(page, "reject path")
     assert view.get_attribute("data-drawer") == "viz"  # laid out by Graphviz in WebAssembly
     step_until_pending(view)
+    view.locator(".rv-approver").fill("")  # the store refuses a nameless decision
+    view.get_by_role("button", name="Reject").click()
+    view.locator(".rv-error", has_text="needs the approver's name").wait_for()
     view.locator(".rv-approver").fill("bo")
     view.locator(".rv-comment").fill("too much")
     view.get_by_role("button", name="Reject").click()
     wait_attr(view, "data-status", "rejected")
+    # The refusal was answered by the decision that went through: it goes with the pause.
+    expect(view.locator(".rv-error")).to_be_hidden()
+    expect(view.locator(".rv-notice")).to_have_text("Rejected by bo.")
     assert has_class(node(view, "human_approval"), "is-rejected")
     assert "rejected by bo" in view.locator(".rv-decided").inner_text()
     assert payments(lab).count(800) == 0
@@ -201,12 +207,33 @@ def test_hostile_strings_render_literally_and_run_nothing(page: Any, browser: Br
     view.screenshot(path=ARTIFACTS / "runview-xss.png")
 
 
+SHAPE_COLOURS = """(el, name) => {
+    const g = [...el.querySelectorAll("g.agentnb-node")].find(g => g.dataset.name === name);
+    const shape = g.querySelector(":scope > :is(path, polygon, ellipse)");
+    const text = g.querySelector(":scope > text");
+    return {fill: getComputedStyle(shape).fill, text: getComputedStyle(text).fill};
+}"""
+RED, WHITE = "rgb(217, 83, 79)", "rgb(255, 255, 255)"  # live.css --lv-red, failed text
+
+
 def test_a_failing_node_is_shown_in_the_error_area_and_the_drawing(page: Any) -> None:
+    # A MachineView below (the notebook's last cell) brings its panel's stylesheet too.
+    machine = page.locator(".agentnb-mv", has=page.locator(".mv-title", has_text="beside"))
+    machine.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "el => el.dataset.drawn === 'true'", arg=machine.element_handle(), timeout=30_000
+    )
     view = widget(page, "fail path")
     view.get_by_role("button", name="Run").click()
     wait_attr(view, "data-status", "failed")
     assert "ValueError: card declined" in view.locator(".rv-error").inner_text()
-    assert has_class(node(view, "charge"), "is-failed")
+    charge = node(view, "charge")
+    assert has_class(charge, "is-failed")
+    assert has_class(charge, "is-visited")
+    assert view.evaluate(SHAPE_COLOURS, "charge") == {"fill": RED, "text": WHITE}
+    # The machine panel's visited states keep their own pale green.
+    assert machine.evaluate(SHAPE_COLOURS, "ON")["fill"] == "rgb(211, 236, 217)"
+    view.screenshot(path=ARTIFACTS / "runview-failed-beside-a-machine.png")
 
 
 def test_a_burst_of_events_arrives_whole_and_the_log_keeps_the_newest_rows(
