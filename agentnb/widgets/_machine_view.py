@@ -145,8 +145,8 @@ class MachineView(LiveView):
 
     # -- display -------------------------------------------------------------------------
 
-    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
-        return machine_snapshot_bundle(self.instance, id_prefix=id_prefix)
+    def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
+        return machine_snapshot_bundle(self.instance, id_prefix=id_prefix, note=note)
 
     def _detach(self) -> None:
         controls = getattr(self, "_controls", None)

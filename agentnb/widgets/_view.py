@@ -150,8 +150,8 @@ class RunView(LiveView):
 
     # -- display -------------------------------------------------------------------------
 
-    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
-        return snapshot_bundle(self.run, id_prefix=id_prefix)
+    def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
+        return snapshot_bundle(self.run, id_prefix=id_prefix, note=note)
 
     def _detach(self) -> None:
         unsubscribe = getattr(self, "_unsubscribe", None)  # None if __init__ failed early
