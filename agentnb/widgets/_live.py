@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import traitlets
 
 from agentnb.errors import AgentnbError
+from agentnb.render.svg import SVG_ALLOW
 from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
 from agentnb.widgets._relay import Relay
 from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
@@ -70,6 +72,8 @@ class LiveView(anywidget.AnyWidget):
     """
 
     _relay: Relay
+    _svg_allow = traitlets.Dict(SVG_ALLOW).tag(sync=True)
+    """The SVG allow-list the browser scrubs drawings with (the one Python checks with)."""
 
     def _start_relay(self, *, max_rate: float, poll_interval: float, name: str) -> None:
         self._views: set[str] = set()  # browser views open (kernel thread)
