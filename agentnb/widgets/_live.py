@@ -18,6 +18,7 @@ module is sent as one text and cannot import its neighbours.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import sys
 from collections.abc import Callable
@@ -33,7 +34,15 @@ from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
 from agentnb.widgets._relay import Relay
 from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
 
-__all__ = ["REPLAY_CHUNK", "STATIC", "STYLESHEET", "LiveView", "check_options", "static_text"]
+__all__ = [
+    "REPLAY_CHUNK",
+    "STATIC",
+    "STYLESHEET",
+    "LiveView",
+    "call_on",
+    "check_options",
+    "static_text",
+]
 
 STATIC = Path(__file__).parent / "static"
 REPLAY_CHUNK = 2000
@@ -48,6 +57,25 @@ def static_text(*names: str) -> str:
 STYLESHEET = static_text("live.css", "run_view.css", "machine_view.css")
 """Every panel's ``_css``: one text, so a MachineView's copy cannot restyle a RunView's nodes
 (anywidget adds one ``<style>`` per widget class; identical texts keep the rules' order)."""
+
+
+def call_on(loop: asyncio.AbstractEventLoop | None, handle: Callable[[], None]) -> None:
+    """Run ``handle`` on ``loop`` — the kernel's, where the panel was made — now if already on it.
+
+    JupyterLab 4.6 sends widget messages over a kernel subshell, and ipykernel 7 then calls
+    a panel's message handler on that subshell's thread, inside that thread's own event
+    loop. A Step, Run or event started there would run the person's nodes and actions on
+    that thread, beside the cells running on the main one, and drives started from two
+    loops could race each other. So what a button starts hops to the panel's loop.
+    """
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if loop is None or loop is here or loop.is_closed():
+        handle()
+    else:
+        loop.call_soon_threadsafe(handle)
 
 
 def check_options(drawer: str, max_rate: float) -> None:

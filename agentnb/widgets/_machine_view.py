@@ -35,8 +35,9 @@ import traitlets
 from agentnb.errors import InstanceNotFound
 from agentnb.fsm import MachineInstance, MachineReloader, StateMachine, TransitionRecord
 from agentnb.render.extract import overlay_from_history
+from agentnb.widgets._controls import running_loop
 from agentnb.widgets._drawing import machine_drawing_payload
-from agentnb.widgets._live import STYLESHEET, LiveView, check_options, static_text
+from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
 from agentnb.widgets._machine_controls import MachineControls
 from agentnb.widgets._machine_panel import (
     event_buttons,
@@ -135,6 +136,7 @@ class MachineView(LiveView):
             max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-mview-{instance.id[:8]}"
         )
         self._controls = MachineControls(instance, self._relay.wake)
+        self._loop = running_loop()  # the kernel's: where events from the buttons are sent
         self._refresh()  # the first state is there before anything is displayed
         self.on_msg(self._on_msg)
         self._live = True
@@ -260,7 +262,9 @@ class MachineView(LiveView):
         if self._page_msg(kind, str(content.get("view", ""))):
             return
         if kind == "send":
-            self._controls.send(content)
+            if self._loop is None:  # made outside any loop: the first message's will do
+                self._loop = running_loop()
+            call_on(self._loop, lambda: self._controls.send(content))
 
 
 def view_machine(instance: MachineInstance, **options: Any) -> MachineView:

@@ -38,7 +38,7 @@ from agentnb.widgets._events import (
     pending_payload,
     run_error_text,
 )
-from agentnb.widgets._live import STYLESHEET, LiveView, check_options, static_text
+from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
 from agentnb.widgets._snapshot import snapshot_bundle
 
 __all__ = ["RunView", "view"]
@@ -248,11 +248,11 @@ class RunView(LiveView):
         if self._page_msg(kind, view_id):
             return
         if kind in ("step", "run"):
-            controls.start(kind)
+            call_on(controls.loop, lambda: controls.start(kind))
         elif kind == "stop":
-            controls.stop()
+            call_on(controls.loop, controls.stop)
         elif kind == "decide":
-            controls.decide(content)
+            call_on(controls.loop, lambda: controls.decide(content))
         elif kind == "history":
             step = content.get("step")
             if isinstance(step, int) and 0 <= step <= self.step:
