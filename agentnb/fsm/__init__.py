@@ -9,23 +9,46 @@ Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to loa
 used, so ``import agentnb.fsm`` needs none of them.
 """
 
+from agentnb.fsm.chart import Final, History, Parallel, State, Statechart
+from agentnb.fsm.chart_instance import ChartInstance
+from agentnb.fsm.content import Assign, Cancel, Foreach, If, Log, Raise, Send
 from agentnb.fsm.instance import MachineInstance, MachineStore
+from agentnb.fsm.interpreter import Microstep
 from agentnb.fsm.loader import load_machine, validate_file
 from agentnb.fsm.machine import StateMachine, Transition
 from agentnb.fsm.memory import MemoryMachineStore
-from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.fsm.records import InstanceSnapshot, TimerRecord, TransitionRecord
 from agentnb.fsm.reload import MachineReloader, ReloadResult
+from agentnb.fsm.scxml import load_scxml
+from agentnb.fsm.timers import ManualClock
 
 __all__ = [
+    "Assign",
+    "Cancel",
+    "ChartInstance",
+    "Final",
+    "Foreach",
+    "History",
+    "If",
     "InstanceSnapshot",
+    "Log",
     "MachineInstance",
     "MachineReloader",
     "MachineStore",
+    "ManualClock",
     "MemoryMachineStore",
+    "Microstep",
+    "Parallel",
+    "Raise",
     "ReloadResult",
+    "Send",
+    "State",
     "StateMachine",
+    "Statechart",
+    "TimerRecord",
     "Transition",
     "TransitionRecord",
     "load_machine",
+    "load_scxml",
     "validate_file",
 ]
