@@ -20,57 +20,25 @@ import copy
 import uuid
 from collections import ChainMap, deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.errors import DefinitionError
-from agentnb.fsm.chart import ROOT, ChartTransition, Node, Statechart
+from agentnb.fsm.chart import Statechart
 from agentnb.fsm.content import SCXML_PROCESSOR, Content, DoneData
+from agentnb.fsm.entry_exit import (
+    compute_entry_set,
+    compute_exit_set,
+    document_order,
+    is_in_final_state,
+)
 from agentnb.fsm.expressions import Expression, ExpressionError, Location
+from agentnb.fsm.nodes import ChartTransition, Node
+from agentnb.fsm.trace import Microstep, TimerRequest, describe, new_event
 
 __all__ = ["Microstep", "Session", "TimerRequest", "new_event"]
 
 SYSTEM = frozenset({"_event", "_sessionid", "_name", "_ioprocessors", "_x"})
 MAX_MICROSTEPS = 10_000
-
-
-def new_event(
-    name: str, data: Any = None, *, type: str = "external", **fields: Any
-) -> dict[str, Any]:
-    """An event as the datamodel sees ``_event``: a dict read with attribute syntax."""
-    event = {
-        "name": name,
-        "type": type,
-        "sendid": None,
-        "origin": None,
-        "origintype": None,
-        "invokeid": None,
-        "data": data,
-    }
-    event.update(fields)
-    return event
-
-
-@dataclass(frozen=True, slots=True)
-class TimerRequest:
-    """A delayed send the session asked for: the instance stores it as a timer."""
-
-    sendid: str | None
-    event: dict[str, Any]
-    delay: float
-
-
-@dataclass(slots=True)
-class Microstep:
-    """What one microstep did, in order (for the microstep view and for teaching)."""
-
-    event: str | None
-    taken: list[str] = field(default_factory=list)
-    preempted: list[str] = field(default_factory=list)
-    exited: list[str] = field(default_factory=list)
-    entered: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    queued: list[str] = field(default_factory=list)
 
 
 class Session:
@@ -111,7 +79,7 @@ class Session:
     def dump(self) -> dict[str, Any]:
         """The algorithm's state besides the datamodel, as JSON data."""
         return {
-            "configuration": [n.id for n in sorted(self.configuration, key=_doc)],
+            "configuration": [n.id for n in sorted(self.configuration, key=document_order)],
             "history": {k: [n.id for n in v] for k, v in self.history.items()},
             "entered": sorted(self.entered_once),
             "running": self.running,
@@ -202,11 +170,11 @@ class Session:
         """Run one block of executable content; an error ends the block (error.execution)."""
         for item in block:
             if self._step is not None:
-                self._step.actions.append(_describe(item))
+                self._step.actions.append(describe(item))
             try:
                 item.run(self)
             except ExpressionError as exc:
-                self._error(f"{_describe(item)}: {exc}", exc.sendid)
+                self._error(f"{describe(item)}: {exc}", exc.sendid)
                 return
 
     # -- the main loop, split into calls -----------------------------------------------
@@ -218,7 +186,6 @@ class Session:
         if self.chart.binding == "early":
             for node in self.chart.nodes.values():
                 self._init_data(node)
-        self.execute(self.chart.scripts)
         assert self.chart.root.initial is not None
         self._step = Microstep(None)
         self.enter_states([self.chart.root.initial])
@@ -292,7 +259,7 @@ class Session:
 
     def _select(self, event: dict[str, Any] | None) -> list[ChartTransition]:
         enabled: list[ChartTransition] = []
-        atomic = sorted((n for n in self.configuration if n.is_atomic), key=_doc)
+        atomic = sorted((n for n in self.configuration if n.is_atomic), key=document_order)
         for state in atomic:
             node: Node | None = state
             while node is not None and node.kind != "scxml":
@@ -339,7 +306,7 @@ class Session:
         filtered: list[ChartTransition] = []
         exits: dict[int, set[Node]] = {}
         for t1 in enabled:
-            exit1 = self.compute_exit_set([t1])
+            exit1 = compute_exit_set(self.configuration, [t1], self.history)
             preempted = False
             remove: list[ChartTransition] = []
             for t2 in filtered:
@@ -373,8 +340,9 @@ class Session:
         self._step = None
 
     def exit_states(self, enabled: list[ChartTransition]) -> None:
-        leaving = sorted(self.compute_exit_set(enabled), key=_doc, reverse=True)
-        for state in leaving:
+        leaving = compute_exit_set(self.configuration, enabled, self.history)
+        leaving_order = sorted(leaving, key=document_order, reverse=True)
+        for state in leaving_order:
             for h in state.history_children:
                 if h.deep:
                     value = [
@@ -382,32 +350,18 @@ class Session:
                     ]
                 else:
                     value = [s for s in self.configuration if s.parent is state]
-                self.history[h.id] = sorted(value, key=_doc)
-        for state in leaving:
+                self.history[h.id] = sorted(value, key=document_order)
+        for state in leaving_order:
             if self._step is not None:
                 self._step.exited.append(state.id)
             for block in state.onexit:
                 self.execute(block)
             self.configuration.discard(state)
 
-    def compute_exit_set(self, transitions: list[ChartTransition]) -> set[Node]:
-        leaving: set[Node] = set()
-        for t in transitions:
-            if t.target_nodes:
-                domain = self.get_transition_domain(t)
-                leaving.update(
-                    s
-                    for s in self.configuration
-                    if domain is not None and s.is_descendant_of(domain)
-                )
-        return leaving
-
     def enter_states(self, enabled: list[ChartTransition]) -> None:
-        entering: set[Node] = set()
-        default_entry: set[Node] = set()
-        history_content: dict[str, tuple[Content, ...]] = {}
-        self.compute_entry_set(enabled, entering, default_entry, history_content)
-        for state in sorted(entering, key=_doc):
+        entry = compute_entry_set(enabled, self.history)
+        default_entry, history_content = entry.default_entry, entry.history_content
+        for state in sorted(entry.entering, key=document_order):
             self.configuration.add(state)
             if self._step is not None:
                 self._step.entered.append(state.id)
@@ -432,7 +386,9 @@ class Session:
                 if (
                     grandparent is not None
                     and grandparent.kind == "parallel"
-                    and all(self.is_in_final_state(c) for c in grandparent.child_states)
+                    and all(
+                        is_in_final_state(c, self.configuration) for c in grandparent.child_states
+                    )
                 ):
                     self._queue_internal(new_event(f"done.state.{grandparent.id}", type="internal"))
 
@@ -449,152 +405,6 @@ class Session:
     def _halt(self) -> None:
         # The standard exits every state when the session ends; the configuration is kept
         # as it was at the end, so a finished instance still shows where it stopped.
-        for state in sorted(self.configuration, key=_doc, reverse=True):
+        for state in sorted(self.configuration, key=document_order, reverse=True):
             for block in state.onexit:
                 self.execute(block)
-
-    def compute_entry_set(
-        self,
-        transitions: list[ChartTransition],
-        entering: set[Node],
-        default_entry: set[Node],
-        history_content: dict[str, tuple[Content, ...]],
-    ) -> None:
-        for t in transitions:
-            for s in t.target_nodes:
-                self.add_descendant_states_to_enter(s, entering, default_entry, history_content)
-            ancestor = self.get_transition_domain(t)
-            for s in self.get_effective_target_states(t):
-                self.add_ancestor_states_to_enter(
-                    s, ancestor, entering, default_entry, history_content
-                )
-
-    def add_descendant_states_to_enter(
-        self,
-        state: Node,
-        entering: set[Node],
-        default_entry: set[Node],
-        history_content: dict[str, tuple[Content, ...]],
-    ) -> None:
-        if state.kind == "history":
-            parent = state.parent
-            assert parent is not None
-            remembered = self.history.get(state.id)
-            if remembered:
-                targets: Iterable[Node] = remembered
-            else:
-                assert state.initial is not None
-                history_content[parent.id] = state.initial.content
-                targets = state.initial.target_nodes
-            for s in targets:
-                self.add_descendant_states_to_enter(s, entering, default_entry, history_content)
-            for s in targets:
-                self.add_ancestor_states_to_enter(
-                    s, parent, entering, default_entry, history_content
-                )
-            return
-        entering.add(state)
-        if state.is_compound:
-            default_entry.add(state)
-            assert state.initial is not None
-            for s in state.initial.target_nodes:
-                self.add_descendant_states_to_enter(s, entering, default_entry, history_content)
-            for s in state.initial.target_nodes:
-                self.add_ancestor_states_to_enter(
-                    s, state, entering, default_entry, history_content
-                )
-        elif state.kind == "parallel":
-            for child in state.child_states:
-                if not any(s.is_descendant_of(child) or s is child for s in entering):
-                    self.add_descendant_states_to_enter(
-                        child, entering, default_entry, history_content
-                    )
-
-    def add_ancestor_states_to_enter(
-        self,
-        state: Node,
-        ancestor: Node | None,
-        entering: set[Node],
-        default_entry: set[Node],
-        history_content: dict[str, tuple[Content, ...]],
-    ) -> None:
-        for anc in _proper_ancestors(state, ancestor):
-            if anc.kind == "scxml":
-                continue
-            entering.add(anc)
-            if anc.kind == "parallel":
-                for child in anc.child_states:
-                    if not any(s.is_descendant_of(child) or s is child for s in entering):
-                        self.add_descendant_states_to_enter(
-                            child, entering, default_entry, history_content
-                        )
-
-    def is_in_final_state(self, state: Node) -> bool:
-        if state.is_compound:
-            return any(c.kind == "final" and c in self.configuration for c in state.child_states)
-        if state.kind == "parallel":
-            return all(self.is_in_final_state(c) for c in state.child_states)
-        return False
-
-    def get_transition_domain(self, t: ChartTransition) -> Node | None:
-        targets = self.get_effective_target_states(t)
-        if not targets:
-            return None
-        if t.source.kind == "scxml":
-            return t.source
-        if (
-            t.internal
-            and t.source.is_compound
-            and all(s.is_descendant_of(t.source) for s in targets)
-        ):
-            return t.source
-        return find_lcca([t.source, *targets])
-
-    def get_effective_target_states(self, t: ChartTransition) -> list[Node]:
-        targets: list[Node] = []
-        for s in t.target_nodes:
-            if s.kind == "history":
-                remembered = self.history.get(s.id)
-                if remembered:
-                    found = remembered
-                else:
-                    assert s.initial is not None
-                    found = self.get_effective_target_states(s.initial)
-                targets.extend(x for x in found if x not in targets)
-            elif s not in targets:
-                targets.append(s)
-        return targets
-
-
-def _doc(node: Node) -> int:
-    return node.order
-
-
-def _proper_ancestors(state: Node, stop: Node | None) -> list[Node]:
-    found: list[Node] = []
-    node = state.parent
-    while node is not None and node is not stop:
-        found.append(node)
-        node = node.parent
-    return found
-
-
-def find_lcca(states: list[Node]) -> Node:
-    """The least common compound ancestor (the root when nothing smaller contains them all)."""
-    head, tail = states[0], states[1:]
-    for anc in _proper_ancestors(head, None):
-        if (anc.is_compound or anc.kind == "scxml") and all(s.is_descendant_of(anc) for s in tail):
-            return anc
-    raise AssertionError(f"no common ancestor for {states} under {ROOT}")  # pragma: no cover
-
-
-def _describe(item: Content) -> str:
-    name = type(item).__name__.lower()
-    if name == "call":
-        return f"call {getattr(getattr(item, 'fn', None), '__name__', 'action')}"
-    for attr in ("event", "location", "label", "sendid"):
-        value = getattr(item, attr, None)
-        if value is not None:
-            text = getattr(value, "text", value)
-            return f"{name} {text}"
-    return name

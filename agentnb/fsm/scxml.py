@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentnb.errors import DefinitionError, ScxmlError, UnsupportedElement
-from agentnb.fsm.chart import ChartTransition, Condition, Node, Statechart
+from agentnb.fsm.chart import Statechart
 from agentnb.fsm.content import (
     SCXML_PROCESSOR,
     Assign,
@@ -42,6 +42,7 @@ from agentnb.fsm.content import (
     parse_delay,
 )
 from agentnb.fsm.expressions import Expression, ExpressionError, Location
+from agentnb.fsm.nodes import ChartTransition, Condition, Node
 
 __all__ = ["load_scxml"]
 
@@ -154,7 +155,6 @@ class _Reader:
         binding = el.attrs.get("binding", "early")
         if binding not in ("early", "late"):
             raise self.fail(el, f"binding={binding!r} must be 'early' or 'late'")
-        scripts: list[Content] = []
         for child in el.children:
             if child.tag in _STATES:
                 root.children.append(self.state(child, root))
@@ -171,16 +171,11 @@ class _Reader:
                 raise self.fail(el, "the document has no states")
             initial = [states[0].id]
         root.initial = ChartTransition(root, (), tuple(initial), line=el.line)
-        chart = Statechart.__new__(Statechart)
-        chart.name = el.attrs.get("name", "scxml")
-        chart.description = ""
-        chart.binding = binding
-        chart.scripts = tuple(scripts)
-        chart.root = root
         try:
-            chart.finish()
+            chart = Statechart(el.attrs.get("name", "scxml"), root=root)
         except DefinitionError as exc:
             raise ScxmlError(exc.problem, line=None, source=self.source, fix=exc.fix) from None
+        chart.binding = binding
         return chart
 
     def state(self, el: _El, parent: Node) -> Node:

@@ -32,12 +32,16 @@ DEFINITIONS = {
     "chart",
     "scxml",
     "timers",
+    "nodes",
+    "scxml_writer",
+    "trace",
 }
 RUNNING = {
     "agentnb.fsm.instance",
     "agentnb.fsm.reload",
     "agentnb.fsm.chart_instance",
     "agentnb.fsm.interpreter",
+    "agentnb.fsm.entry_exit",
 }
 
 
