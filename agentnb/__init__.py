@@ -109,6 +109,8 @@ __all__ = [
     "Workflow",
     "__version__",
     "load_scxml",
+    "load_statechart",
+    "load_xstate",
 ]
 
 _LAZY = {
@@ -120,6 +122,8 @@ _LAZY = {
     "State": "agentnb.fsm.chart",
     "Statechart": "agentnb.fsm.chart",
     "load_scxml": "agentnb.fsm.scxml",
+    "load_statechart": "agentnb.fsm.chart_file",
+    "load_xstate": "agentnb.fsm.chart_file",
 }
 
 

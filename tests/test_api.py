@@ -61,6 +61,8 @@ PUBLIC = {
     "Statechart",
     "UnsupportedElement",
     "load_scxml",
+    "load_statechart",
+    "load_xstate",
 }
 
 

@@ -10,6 +10,7 @@ used, so ``import agentnb.fsm`` needs none of them.
 """
 
 from agentnb.fsm.chart import Final, History, Parallel, State, Statechart
+from agentnb.fsm.chart_file import load_statechart, load_xstate
 from agentnb.fsm.chart_instance import ChartInstance
 from agentnb.fsm.content import Assign, Cancel, Foreach, If, Log, Raise, Send
 from agentnb.fsm.instance import MachineInstance, MachineStore
@@ -50,5 +51,7 @@ __all__ = [
     "TransitionRecord",
     "load_machine",
     "load_scxml",
+    "load_statechart",
+    "load_xstate",
     "validate_file",
 ]

@@ -35,6 +35,7 @@ DEFINITIONS = {
     "nodes",
     "scxml_writer",
     "trace",
+    "chart_file",
 }
 RUNNING = {
     "agentnb.fsm.instance",
@@ -86,6 +87,8 @@ def test_the_public_names_are_pinned() -> None:
         "TransitionRecord",
         "load_machine",
         "load_scxml",
+        "load_statechart",
+        "load_xstate",
         "validate_file",
     ]
 
