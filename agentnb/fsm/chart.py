@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
 from agentnb.fsm.content import Call, Cancel, Content, Send
 from agentnb.fsm.nodes import ROOT, ChartTransition, Condition, Node, finish
@@ -118,7 +119,7 @@ def _content(actions: Any) -> tuple[Content, ...]:
     return tuple(found)
 
 
-class Statechart:
+class Statechart(Drawable):
     """A statechart definition with SCXML semantics (built in code or by ``load_scxml``).
 
     Args:
@@ -146,6 +147,8 @@ class Statechart:
         self.description = description
         self.binding = "early"
         self.nodes: dict[str, Node] = {}
+        self.delays: dict[str, float] = {}
+        """The events ``after`` generates, and their delays in seconds (for diagrams)."""
         self._transition_count = 0
         if root is None:
             root = Node(ROOT, "scxml")
@@ -268,6 +271,7 @@ class Statechart:
             node.transitions.append(self._transition(node, (), target))
         for number, (seconds, target) in enumerate(spec.after.items()):
             event = f"after.{spec.id}.{number}"
+            self.delays[event] = float(seconds)
             sendid = f"{event}.timer"
             node.onentry.append((Send(event, delay=seconds, id=sendid),))
             node.onexit.append((Cancel(sendid),))

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
+from agentnb._display import Drawable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     IncompatibleMachine,
@@ -66,7 +67,7 @@ def _summary(session: Session) -> str:
     return " ".join(n.id for n in atomic)
 
 
-class ChartInstance:
+class ChartInstance(Drawable):
     """One running instance of a :class:`~agentnb.fsm.chart.Statechart` (``chart.start()``).
 
     Attributes:
