@@ -37,7 +37,6 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentnb._aio import run_sync
 from agentnb._display import Drawable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
@@ -160,7 +159,9 @@ class ChartInstance(Drawable):
         self, event: str, payload: Any = None, event_id: str | None = None
     ) -> TransitionRecord:
         """Process ``event`` and return its record. The sync twin of :meth:`asend`."""
-        return run_sync(self.asend(event, payload, event_id))
+        # Statechart actions are plain functions and the store is synchronous: nothing here
+        # awaits, so the sync twin runs the step directly instead of through an event loop.
+        return self._deliver(event, payload, event_id)
 
     async def asend(
         self, event: str, payload: Any = None, event_id: str | None = None
@@ -175,6 +176,9 @@ class ChartInstance(Drawable):
             InvalidState: the payload or the resulting datamodel is not JSON.
             InstanceConflict: another process moved the instance on first; nothing saved.
         """
+        return self._deliver(event, payload, event_id)
+
+    def _deliver(self, event: str, payload: Any, event_id: str | None) -> TransitionRecord:
         check(payload, root="payload")
         payload = loads(dumps(payload))
         if event_id is not None:

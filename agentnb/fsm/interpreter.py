@@ -187,9 +187,11 @@ class Session:
             for node in self.chart.nodes.values():
                 self._init_data(node)
         assert self.chart.root.initial is not None
-        self._step = Microstep(None)
+        first = self._step = Microstep(None)
         self.enter_states([self.chart.root.initial])
-        self.trace.append(self._step)
+        first.configuration = [n.id for n in sorted(self.configuration, key=document_order)]
+        self.trace.append(first)
+        self._step = None
         self.macrostep()
 
     def process(self, event: dict[str, Any]) -> bool:
@@ -330,6 +332,7 @@ class Session:
 
     def microstep(self, enabled: list[ChartTransition], event: str | None = None) -> None:
         step = Microstep(event, taken=[repr(t) for t in enabled], preempted=self._preempted)
+        step.transitions = [t.order for t in enabled]
         self._preempted = []
         self._step = step
         self.trace.append(step)
@@ -337,6 +340,7 @@ class Session:
         for t in enabled:
             self.execute(t.content)
         self.enter_states(enabled)
+        step.configuration = [n.id for n in sorted(self.configuration, key=document_order)]
         self._step = None
 
     def exit_states(self, enabled: list[ChartTransition]) -> None:

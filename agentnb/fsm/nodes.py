@@ -7,6 +7,7 @@ order, indexes it by id and resolves every transition's targets.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -100,22 +101,29 @@ class Node:
     def __repr__(self) -> str:
         return f"<Node {self.kind} {self.id!r}>"
 
-    @property
+    # Cached: the interpreter asks these on every microstep. finish() clears them, and the
+    # tree does not change after it.
+    @functools.cached_property
     def child_states(self) -> list[Node]:
         """Children that are states (history pseudo-states excluded)."""
         return [c for c in self.children if c.kind != "history"]
 
-    @property
+    @functools.cached_property
     def is_atomic(self) -> bool:
         return self.kind in ("state", "final") and not self.child_states
 
-    @property
+    @functools.cached_property
     def is_compound(self) -> bool:
         return self.kind in ("state", "scxml") and bool(self.child_states)
 
-    @property
+    @functools.cached_property
     def history_children(self) -> list[Node]:
         return [c for c in self.children if c.kind == "history"]
+
+    def forget(self) -> None:
+        """Drop the cached shape (the tree is being built or renumbered)."""
+        for name in ("child_states", "is_atomic", "is_compound", "history_children"):
+            self.__dict__.pop(name, None)
 
     def is_descendant_of(self, other: Node) -> bool:
         node = self.parent
@@ -137,6 +145,7 @@ def finish(root: Node, name: str) -> dict[str, Node]:
     stack: list[Node] = [root]
     while stack:
         node = stack.pop()
+        node.forget()
         node.order = order
         order += 1
         node.depth = 0 if node.parent is None else node.parent.depth + 1

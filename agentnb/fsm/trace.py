@@ -47,6 +47,10 @@ class Microstep:
     entered: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     queued: list[str] = field(default_factory=list)
+    transitions: list[int] = field(default_factory=list)
+    """The taken transitions' document-order numbers (``ChartTransition.order``)."""
+    configuration: list[str] = field(default_factory=list)
+    """The active states after the microstep, in document order."""
 
 
 def describe(item: Content) -> str:

@@ -31,8 +31,14 @@ if TYPE_CHECKING:
     from agentnb.fsm.chart_instance import ChartInstance
     from agentnb.fsm.nodes import ChartTransition
     from agentnb.fsm.nodes import Node as ChartNode
+    from agentnb.fsm.trace import Microstep
 
-__all__ = ["diagram_from_chart", "diagram_from_chart_instance", "initial_id"]
+__all__ = [
+    "diagram_from_chart",
+    "diagram_from_chart_instance",
+    "initial_id",
+    "microstep_diagrams",
+]
 
 
 def initial_id(state_id: str) -> str:
@@ -168,3 +174,56 @@ def diagram_from_chart_instance(
     return diagram_from_chart(
         chart, direction=direction, title=title, legend=legend, overlay=overlay
     )
+
+
+def _step_title(chart: Statechart, number: int, step: Microstep) -> str:
+    event = "start" if step.event is None and number == 1 else repr(step.event or "eventless")
+    parts = [f"{chart.name} · microstep {number} on {event}"]
+    if step.exited:
+        parts.append(f"exit {', '.join(step.exited)}")
+    if step.entered:
+        parts.append(f"enter {', '.join(step.entered)}")
+    if step.preempted:
+        parts.append(f"preempted {len(step.preempted)}")
+    return " · ".join(parts)
+
+
+def microstep_diagrams(
+    chart: Statechart, steps: list[Microstep], *, direction: Direction = "LR"
+) -> list[Diagram]:
+    """One diagram per microstep (``instance.microsteps``): what the algorithm did, lit.
+
+    The taken transitions are drawn as traversed (and last), the states the microstep exited
+    are tinted as visited, and the configuration after it is lit; the title lists the exit
+    and entry sets. Showing them one after the other steps through a macrostep.
+    """
+    base = diagram_from_chart(chart, direction=direction, legend=True)
+    by_order = {t.order: t for t in chart.transitions()}
+    diagrams = []
+    for number, step in enumerate(steps, 1):
+        keyed = []
+        for order in step.transitions:
+            t = by_order.get(order)
+            if t is not None:
+                keyed += [(e.source, e.target, e.key, 1) for e in _edges(chart, t)]
+        overlay = Overlay(
+            status="running",
+            active=tuple(step.configuration),
+            visited=tuple(step.exited),
+            traversed=tuple((s, t, n) for s, t, _, n in keyed),
+            keyed=tuple(keyed),
+            last=(keyed[-1][0], keyed[-1][1]) if keyed else None,
+            last_key=keyed[-1][2] if keyed else None,
+        )
+        diagrams.append(
+            Diagram(
+                nodes=base.nodes,
+                edges=base.edges,
+                title=_step_title(chart, number, step),
+                direction=direction,
+                legend=True,
+                overlay=overlay,
+                clusters=base.clusters,
+            )
+        )
+    return diagrams

@@ -8,6 +8,7 @@ import pytest
 
 from agentnb import Final, History, ManualClock, Parallel, State, Statechart
 from agentnb.errors import DefinitionError
+from agentnb.fsm import Raise
 from agentnb.render import render_svg, to_dot, to_text
 from agentnb.render.extract import diagram_for
 from agentnb.render.extract_chart import initial_id
@@ -116,3 +117,27 @@ def test_a_chart_renders_to_svg_with_its_cluster_classes() -> None:
         pytest.skip("Graphviz is not installed")
     svg = render_svg(diagram_for(player().start(clock=ManualClock())))
     assert "agentnb&#45;cluster" in svg or "agentnb-cluster" in svg
+
+
+def test_each_microstep_is_drawn_with_its_exit_and_entry_sets_and_taken_edges() -> None:
+    from agentnb.render.extract_chart import microstep_diagrams
+
+    chart = Statechart(
+        "steps",
+        [
+            State("a", on={"go": "b"}),
+            State("b", on_enter=[Raise("next")], on={"next": "c"}),
+            State("c"),
+        ],
+    )
+    instance = chart.start()
+    instance.send("go")
+    first, second = microstep_diagrams(chart, instance.microsteps)
+    assert first.title == "steps · microstep 1 on 'go' · exit a · enter b"
+    assert second.title == "steps · microstep 2 on 'next' · exit b · enter c"
+    assert first.overlay is not None
+    assert second.overlay is not None
+    assert (first.overlay.active, first.overlay.visited) == (("b",), ("a",))
+    assert first.overlay.last == ("a", "b")
+    assert second.overlay.last == ("b", "c")
+    assert "is-traversed" in to_dot(second)
