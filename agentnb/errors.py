@@ -139,8 +139,8 @@ class UnsupportedElement(ScxmlError):
             line=line,
             source=source,
             fix="Remove it or replace it with supported elements (state, parallel, final, "
-            "history, transition, onentry/onexit, raise, send to this session, cancel, "
-            "assign, log, if, foreach, datamodel)",
+            "history, transition, onentry/onexit, raise, send between SCXML sessions, "
+            "cancel, assign, log, if, foreach, datamodel, invoke of an inline <scxml>)",
         )
 
 

@@ -47,7 +47,7 @@ from agentnb.errors import (
     TransitionNotAllowed,
 )
 from agentnb.fsm.chart import Statechart
-from agentnb.fsm.interpreter import Microstep, Session, new_event
+from agentnb.fsm.interpreter import Microstep, Session, TimerRequest, new_event
 from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.fsm.records import InstanceSnapshot, TimerChange, TimerRecord, TransitionRecord
 from agentnb.fsm.storage import MachineStore
@@ -250,7 +250,17 @@ class ChartInstance(Drawable):
             raise IncompatibleMachine(self.id, "it was started by a flat StateMachine")
         session = Session.restore(self._chart, snap.chart, snap.context)
         before = snap.state
-        took = session.process(event)
+        route = event.pop(ROUTE, None)
+        if route:  # a timer sent by or to an invoked child session
+            target = session.find(route["to"])
+            sender = session.find(route["from"])
+            if sender is None or not sender.running:
+                target = None  # the sending session ended: its delayed sends die with it
+            took = target is not None and target.running
+            if target is not None:
+                target.external.append(event)
+        else:
+            took = session.process(event)
         session.drain()
         self.microsteps = session.trace
         self.logs = session.logs
@@ -298,6 +308,16 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
+ROUTE = "__route__"
+"""Key of a stored timer's event that names the invoked session it is for (removed on firing)."""
+
+
+def _timer_event(t: TimerRequest) -> dict[str, Any]:
+    if not (t.route or t.sender):
+        return t.event
+    return {**t.event, ROUTE: {"to": list(t.route), "from": list(t.sender)}}
+
+
 def _timer_change(
     instance_id: str, session: Session, seq: int, now: float, fired: TimerRecord | None
 ) -> TimerChange:
@@ -306,7 +326,7 @@ def _timer_change(
             instance_id,
             f"{seq:010d}.{n:04d}",
             t.event["name"],
-            t.event,
+            _timer_event(t),
             now + t.delay,
             t.sendid,
         )

@@ -35,6 +35,7 @@ __all__ = [
     "DoneData",
     "Foreach",
     "If",
+    "Invoke",
     "Log",
     "Raise",
     "Runtime",
@@ -289,6 +290,27 @@ class DoneData:
         if self.content is not None:
             return rt.evaluate(self.content)
         return copy.deepcopy(self.literal)
+
+
+@dataclass(frozen=True, slots=True)
+class Invoke:
+    """``<invoke>`` of an SCXML child session, given inline: started when its state is
+    entered (at the end of the macrostep), cancelled when it is left.
+
+    ``chart`` is the child :class:`~agentnb.fsm.chart.Statechart`; ``params`` and ``namelist``
+    set the child's declared data; ``finalize`` runs on each event the child sends back;
+    ``autoforward`` copies every external event of the parent to the child.
+    """
+
+    chart: Any
+    id: str | None = None
+    idlocation: Location | None = None
+    typeexpr: Expression | None = None
+    autoforward: bool = False
+    params: tuple[tuple[str, Expression], ...] = ()
+    namelist: tuple[tuple[str, Location], ...] = ()
+    finalize: tuple[Content, ...] = ()
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

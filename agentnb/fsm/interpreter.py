@@ -19,10 +19,11 @@ from __future__ import annotations
 import copy
 import uuid
 from collections import ChainMap, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentnb.errors import DefinitionError
+from agentnb.fsm import session_state
 from agentnb.fsm.chart import Statechart
 from agentnb.fsm.content import SCXML_PROCESSOR, Content, DoneData
 from agentnb.fsm.entry_exit import (
@@ -32,7 +33,9 @@ from agentnb.fsm.entry_exit import (
     is_in_final_state,
 )
 from agentnb.fsm.expressions import Expression, ExpressionError, Location
+from agentnb.fsm.invocations import cancel_invokes, child_done, start_invokes
 from agentnb.fsm.nodes import ChartTransition, Node
+from agentnb.fsm.selection import select_eventless_transitions, select_transitions
 from agentnb.fsm.trace import Microstep, TimerRequest, describe, new_event
 
 __all__ = ["Microstep", "Session", "TimerRequest", "new_event"]
@@ -60,8 +63,16 @@ class Session:
         self.running = True
         self.event: dict[str, Any] | None = None
         self._step: Microstep | None = None
-        self._preempted: list[str] = []
+        self.preempted: list[str] = []
         self._sendids = 0
+        # Invoked child sessions (``<invoke>``): the tree below this session.
+        self.parent: Session | None = None
+        self.invokeid: str | None = None
+        self.route: tuple[str, ...] = ()
+        self.children: dict[str, Session] = {}
+        self.invoked: dict[str, tuple[Node, int]] = {}
+        self.to_invoke: list[Node] = []
+        self.final_data: Any = None
         location = f"#_scxml_{self.sessionid}"
         self.system: dict[str, Any] = {
             "_event": None,
@@ -74,28 +85,14 @@ class Session:
         }
         self.names: ChainMap[str, Any] = ChainMap(self.system, self.data)
 
-    # -- the state a store keeps ---------------------------------------------------------
-
     def dump(self) -> dict[str, Any]:
-        """The algorithm's state besides the datamodel, as JSON data."""
-        return {
-            "configuration": [n.id for n in sorted(self.configuration, key=document_order)],
-            "history": {k: [n.id for n in v] for k, v in self.history.items()},
-            "entered": sorted(self.entered_once),
-            "running": self.running,
-            "sessionid": self.sessionid,
-        }
+        """The algorithm's state besides the datamodel, as JSON data (see session_state)."""
+        return session_state.dump(self)
 
     @classmethod
     def restore(cls, chart: Statechart, state: Mapping[str, Any], data: dict[str, Any]) -> Session:
-        """A session that continues from :meth:`dump` and ``data`` (unknown ids raise KeyError)."""
-        session = cls(chart, state.get("sessionid"))
-        session.configuration = {chart.nodes[i] for i in state["configuration"]}
-        session.history = {k: [chart.nodes[i] for i in v] for k, v in state["history"].items()}
-        session.entered_once = set(state.get("entered", ()))
-        session.running = bool(state.get("running", True))
-        session.data.update(data)
-        return session
+        """A session that continues from :meth:`dump` and ``data``."""
+        return session_state.restore(chart, state, data)
 
     # -- Runtime (what executable content may do) -------------------------------------
 
@@ -121,30 +118,78 @@ class Session:
     def send(
         self, name: str, data: Any, *, target: str | None, delay: float, sendid: str | None
     ) -> None:
-        own = f"#_scxml_{self.sessionid}"
         if target == "#_internal":
             self._queue_internal(new_event(name, data, type="internal", sendid=sendid))
             return
-        if target not in (None, "", own):
-            if isinstance(target, str) and target.startswith("#_scxml_"):
-                self._queue_internal(
-                    new_event(
-                        "error.communication", {"target": target}, type="platform", sendid=sendid
-                    )
-                )
-                return
-            raise ExpressionError(f"send target {target!r} is not supported (only this session)")
-        event = new_event(name, data, sendid=sendid, origin=own, origintype=SCXML_PROCESSOR)
+        session = self._target(target)
+        if session is None:
+            self._queue_internal(
+                new_event("error.communication", {"target": target}, type="platform", sendid=sendid)
+            )
+            return
+        event = new_event(
+            name,
+            data,
+            sendid=sendid,
+            origin=f"#_scxml_{self.sessionid}",
+            origintype=SCXML_PROCESSOR,
+            invokeid=self.invokeid if session is self.parent else None,
+        )
         if self._step is not None:
             self._step.queued.append(f"{name} (after {delay:g}s)" if delay > 0 else name)
         if delay > 0:
-            self.timers.append(TimerRequest(sendid, event, delay))
+            request = TimerRequest(self.scoped(sendid), event, delay, session.route, self.route)
+            self.top.timers.append(request)
         else:
-            self.external.append(event)
+            session.external.append(event)
+
+    def _target(self, target: str | None) -> Session | None:
+        """The session a ``<send>`` target names (``None``: unreachable, error.communication)."""
+        if target in (None, "", f"#_scxml_{self.sessionid}"):
+            return self
+        assert target is not None
+        if target == "#_parent":
+            return self.parent
+        if target.startswith("#_scxml_"):
+            wanted = target.removeprefix("#_scxml_")
+            return next((s for s in self.top.walk() if s.sessionid == wanted), None)
+        if target.startswith("#_"):
+            return self.children.get(target[2:])
+        raise ExpressionError(f"send target {target!r} is not supported (only SCXML sessions)")
 
     def cancel(self, sendid: str) -> None:
-        self.timers = [t for t in self.timers if t.sendid != sendid]
-        self.cancelled.append(sendid)
+        scoped = self.scoped(sendid) or sendid
+        root = self.top
+        root.timers = [t for t in root.timers if t.sendid != scoped]
+        root.cancelled.append(scoped)
+
+    def scoped(self, sendid: str | None) -> str | None:
+        """A send id as the store keeps it: prefixed by the invoke route in a child session."""
+        if sendid is None or not self.route:
+            return sendid
+        return "/".join((*self.route, sendid))
+
+    @property
+    def top(self) -> Session:
+        """The outermost session (the instance's own)."""
+        session = self
+        while session.parent is not None:
+            session = session.parent
+        return session
+
+    def walk(self) -> list[Session]:
+        """This session and every session invoked below it, parents first."""
+        found = [self]
+        for child in list(self.children.values()):
+            found += child.walk()
+        return found
+
+    def find(self, route: Sequence[str]) -> Session | None:
+        """The session at ``route`` below this one (``None`` if it has ended)."""
+        session: Session | None = self
+        for invokeid in route:
+            session = session.children.get(invokeid) if session is not None else None
+        return session
 
     def log(self, label: str, value: Any) -> None:
         self.logs.append((label, value))
@@ -161,7 +206,8 @@ class Session:
         if self._step is not None:
             self._step.queued.append(event["name"])
 
-    def _error(self, message: str, sendid: str | None = None) -> None:
+    def error(self, message: str, sendid: str | None = None) -> None:
+        """Queue ``error.execution`` (an expression or element failed)."""
         self._queue_internal(
             new_event("error.execution", {"message": message}, type="platform", sendid=sendid)
         )
@@ -174,7 +220,7 @@ class Session:
             try:
                 item.run(self)
             except ExpressionError as exc:
-                self._error(f"{describe(item)}: {exc}", exc.sendid)
+                self.error(f"{describe(item)}: {exc}", exc.sendid)
                 return
 
     # -- the main loop, split into calls -----------------------------------------------
@@ -203,23 +249,54 @@ class Session:
             return False
         self.trace = []
         self._set_event(event)
-        enabled = self.select_transitions(event)
+        invokeid = event.get("invokeid")
+        if invokeid in self.invoked:  # an event from a child: its <finalize> runs first
+            node, index = self.invoked[invokeid]
+            self.execute(node.invokes[index].finalize)
+        for iid, (node, index) in list(self.invoked.items()):
+            if node.invokes[index].autoforward and iid in self.children:
+                self.children[iid].external.append(copy.deepcopy(event))
+        enabled = select_transitions(self, event)
         if enabled:
             self.microstep(enabled, event["name"])
         self.macrostep()
         return bool(enabled)
 
     def drain(self) -> None:
-        """Process the external events the session sent itself (``<send>`` without delay)."""
-        while self.external and self.running:
-            trace = self.trace
-            self.process(self.external.popleft())
-            self.trace = trace + self.trace
+        """Process queued external events — sent without delay, here or between the sessions
+        of the invoke tree — until every session is idle."""
+        for _ in range(MAX_MICROSTEPS):
+            busy = False
+            for session in self.walk():
+                while session.external and session.running:
+                    busy = True
+                    trace = self.trace
+                    session.process(session.external.popleft())
+                    if session is self:
+                        self.trace = trace + self.trace
+                    else:
+                        self.trace = trace
+            if not busy:
+                return
+        raise DefinitionError(
+            f"chart {self.chart.name!r} keeps sending itself events without end",
+            culprit=self.chart.name,
+            fix="Make the sessions' event exchange stop",
+        )
 
     def macrostep(self) -> None:
         steps = 0
+        while True:
+            steps = self._macrostep(steps)
+            if not self.running or not self.to_invoke:
+                return
+            start_invokes(self)
+            if not self.internal:
+                return
+
+    def _macrostep(self, steps: int) -> int:
         while self.running:
-            enabled = self.select_eventless_transitions()
+            enabled = select_eventless_transitions(self)
             name: str | None = None
             if not enabled:
                 if not self.internal:
@@ -227,7 +304,7 @@ class Session:
                 event = self.internal.popleft()
                 self._set_event(event)
                 name = event["name"]
-                enabled = self.select_transitions(event)
+                enabled = select_transitions(self, event)
             if enabled:
                 steps += 1
                 if steps > MAX_MICROSTEPS:
@@ -239,6 +316,7 @@ class Session:
                         fix="Guard the eventless transitions or raised events so the loop ends",
                     )
                 self.microstep(enabled, name)
+        return steps
 
     def _set_event(self, event: dict[str, Any]) -> None:
         self.event = event
@@ -255,85 +333,14 @@ class Session:
                 self.data[key] = self.evaluate(expr) if expr is not None else literal
             except ExpressionError as exc:
                 self.data[key] = None
-                self._error(f"data {key!r}: {exc}")
-
-    # -- selecting transitions ---------------------------------------------------------
-
-    def _select(self, event: dict[str, Any] | None) -> list[ChartTransition]:
-        enabled: list[ChartTransition] = []
-        atomic = sorted((n for n in self.configuration if n.is_atomic), key=document_order)
-        for state in atomic:
-            node: Node | None = state
-            while node is not None and node.kind != "scxml":
-                chosen = next((t for t in node.transitions if self._enabled(t, event)), None)
-                if chosen is not None:
-                    if chosen not in enabled:
-                        enabled.append(chosen)
-                    break
-                node = node.parent
-        return self.remove_conflicting_transitions(enabled)
-
-    def select_eventless_transitions(self) -> list[ChartTransition]:
-        return self._select(None)
-
-    def select_transitions(self, event: dict[str, Any]) -> list[ChartTransition]:
-        return self._select(event)
-
-    def _enabled(self, t: ChartTransition, event: dict[str, Any] | None) -> bool:
-        if event is None:
-            if t.events:
-                return False
-        elif not t.events or not t.matches(event["name"]):
-            return False
-        return self._condition(t)
-
-    def _condition(self, t: ChartTransition) -> bool:
-        cond = t.cond
-        if cond is None:
-            return True
-        if cond.fn is not None:
-            result = cond.fn(copy.deepcopy(self.data), self.payload())
-            if not isinstance(result, bool):
-                raise ExpressionError(f"guard {cond.text!r} returned {result!r}, not a bool")
-            return result
-        try:
-            return bool(self.evaluate(cond.expr))  # type: ignore[arg-type]
-        except ExpressionError as exc:
-            self._error(f"cond {cond.text!r}: {exc}")
-            return False
-
-    def remove_conflicting_transitions(
-        self, enabled: list[ChartTransition]
-    ) -> list[ChartTransition]:
-        filtered: list[ChartTransition] = []
-        exits: dict[int, set[Node]] = {}
-        for t1 in enabled:
-            exit1 = compute_exit_set(self.configuration, [t1], self.history)
-            preempted = False
-            remove: list[ChartTransition] = []
-            for t2 in filtered:
-                if exit1 & exits[id(t2)]:
-                    if t1.source.is_descendant_of(t2.source):
-                        remove.append(t2)
-                    else:
-                        preempted = True
-                        break
-            if preempted:
-                self._preempted.append(repr(t1))
-                continue
-            for t2 in remove:
-                filtered.remove(t2)
-                self._preempted.append(repr(t2))
-            filtered.append(t1)
-            exits[id(t1)] = exit1
-        return filtered
+                self.error(f"data {key!r}: {exc}")
 
     # -- one microstep -----------------------------------------------------------------
 
     def microstep(self, enabled: list[ChartTransition], event: str | None = None) -> None:
-        step = Microstep(event, taken=[repr(t) for t in enabled], preempted=self._preempted)
+        step = Microstep(event, taken=[repr(t) for t in enabled], preempted=self.preempted)
         step.transitions = [t.order for t in enabled]
-        self._preempted = []
+        self.preempted = []
         self._step = step
         self.trace.append(step)
         self.exit_states(enabled)
@@ -358,8 +365,11 @@ class Session:
         for state in leaving_order:
             if self._step is not None:
                 self._step.exited.append(state.id)
+            if state in self.to_invoke:
+                self.to_invoke.remove(state)
             for block in state.onexit:
                 self.execute(block)
+            cancel_invokes(self, state)
             self.configuration.discard(state)
 
     def enter_states(self, enabled: list[ChartTransition]) -> None:
@@ -369,6 +379,8 @@ class Session:
             self.configuration.add(state)
             if self._step is not None:
                 self._step.entered.append(state.id)
+            if state.invokes:
+                self.to_invoke.append(state)
             if self.chart.binding == "late":
                 self._init_data(state)
             for block in state.onentry:
@@ -381,8 +393,11 @@ class Session:
                 parent = state.parent
                 assert parent is not None
                 if parent.kind == "scxml":
+                    self.final_data = self._donedata(state)
                     self.running = False
                     self._halt()
+                    if self.parent is not None:
+                        child_done(self.parent, self)
                     return
                 data = self._donedata(state)
                 self._queue_internal(new_event(f"done.state.{parent.id}", data, type="internal"))
@@ -402,7 +417,7 @@ class Session:
             try:
                 return done.value(self)
             except ExpressionError as exc:
-                self._error(f"donedata of {state.id!r}: {exc}")
+                self.error(f"donedata of {state.id!r}: {exc}")
                 return None
         return done
 
@@ -412,3 +427,4 @@ class Session:
         for state in sorted(self.configuration, key=document_order, reverse=True):
             for block in state.onexit:
                 self.execute(block)
+            cancel_invokes(self, state)

@@ -94,6 +94,8 @@ class Node:
     donedata: Any = None
     deep: bool = False
     data: list[tuple[str, Expression | None, Any]] = field(default_factory=list)
+    invokes: list[Any] = field(default_factory=list)
+    """``Invoke`` records: child sessions started while the state is active."""
     order: int = 0
     depth: int = 0
     line: int | None = None

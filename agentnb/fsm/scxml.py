@@ -3,9 +3,13 @@
 The document is parsed with the standard library's expat parser, with every DTD refused
 (no entities, external or internal, so no "billion laughs" and no file reads). Every element
 is either understood or refused with :class:`~agentnb.errors.UnsupportedElement` naming it
-and its line — ``<invoke>``, ``<script>``, ``<data src>``, a ``<send>`` to another session or
-over HTTP, an element of another namespace — never skipped. Expressions are kept as text and
-evaluated by the safe evaluator (:mod:`agentnb.fsm.expressions`); one that does not parse
+and its line — ``<script>``, ``<data src>``, ``<invoke src>`` (a child document from a file
+or URL), a ``<send>`` over HTTP or to a non-SCXML processor, an element of another
+namespace — never skipped. ``<invoke>`` of an inline ``<scxml>`` child runs as a child
+session (:mod:`agentnb.fsm.invocations`); ``<send>`` reaches this session, its parent
+(``#_parent``), its children (``#_<invokeid>``) or any of them by ``#_scxml_<sessionid>``.
+Expressions are kept as text and evaluated by the safe evaluator
+(:mod:`agentnb.fsm.expressions`); one that does not parse
 fails when it runs, as ``error.execution``, as the standard requires.
 
 Example:
@@ -21,8 +25,6 @@ Example:
 from __future__ import annotations
 
 import os
-import xml.parsers.expat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from agentnb.fsm.content import (
     DoneData,
     Foreach,
     If,
+    Invoke,
     Log,
     Raise,
     Send,
@@ -43,76 +46,13 @@ from agentnb.fsm.content import (
 )
 from agentnb.fsm.expressions import Expression, ExpressionError, Location
 from agentnb.fsm.nodes import ChartTransition, Condition, Node
+from agentnb.fsm.scxml_xml import Element, parse_xml
 
 __all__ = ["load_scxml"]
 
-NS = "http://www.w3.org/2005/07/scxml"
 _STATES = {"state", "parallel", "final", "history"}
 _EXECUTABLE = {"raise", "send", "cancel", "log", "assign", "if", "foreach", "script"}
 _SEND_TYPES = {None, SCXML_PROCESSOR, "scxml"}
-
-
-@dataclass
-class _El:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    children: list[_El] = field(default_factory=list)
-    text: str = ""
-
-
-def _parse(text: str, source: str | None) -> _El:
-    parser = xml.parsers.expat.ParserCreate(namespace_separator=" ")
-    stack: list[_El] = []
-    root: list[_El] = []
-
-    def refuse_dtd(*_: Any) -> None:
-        raise UnsupportedElement(
-            "DOCTYPE",
-            line=parser.CurrentLineNumber,
-            source=source,
-            detail="a DOCTYPE or entity declaration is not allowed in an SCXML file",
-        )
-
-    def start(name: str, attrs: dict[str, str]) -> None:
-        ns, _, local = name.rpartition(" ")
-        if ns and ns != NS:
-            raise UnsupportedElement(
-                local,
-                line=parser.CurrentLineNumber,
-                source=source,
-                detail=f"<{local}> of namespace {ns!r} is not an SCXML element",
-            )
-        plain = {
-            k.rpartition(" ")[2]: v for k, v in attrs.items() if " " not in k or k.startswith(NS)
-        }
-        element = _El(local, plain, parser.CurrentLineNumber)
-        if stack:
-            stack[-1].children.append(element)
-        else:
-            root.append(element)
-        stack.append(element)
-
-    def end(name: str) -> None:
-        stack.pop()
-
-    def chars(data: str) -> None:
-        if stack:
-            stack[-1].text += data
-
-    parser.StartDoctypeDeclHandler = refuse_dtd
-    parser.EntityDeclHandler = refuse_dtd
-    parser.ExternalEntityRefHandler = refuse_dtd  # type: ignore[assignment]
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(text, True)
-    except xml.parsers.expat.ExpatError as exc:
-        raise ScxmlError(f"not well-formed XML: {exc}", line=exc.lineno, source=source) from None
-    if not root or root[0].tag != "scxml":
-        raise ScxmlError("the root element must be <scxml>", line=1, source=source)
-    return root[0]
 
 
 def load_scxml(document: str | os.PathLike[str]) -> Statechart:
@@ -129,13 +69,21 @@ def load_scxml(document: str | os.PathLike[str]) -> Statechart:
         text = path.read_text(encoding="utf-8")
     else:
         text = str(document)
-    return _Reader(source).chart(_parse(text, source))
+    return _Reader(source).chart(parse_xml(text, source))
+
+
+INVOKE_TYPES = {
+    "scxml",
+    "http://www.w3.org/TR/scxml/",
+    "http://www.w3.org/TR/scxml",
+    SCXML_PROCESSOR,
+}
 
 
 def _other_session(target: str) -> bool:
-    """A target naming another session, a parent, an invoked child or a URL (refused)."""
-    if target == "#_internal" or target.startswith("#_scxml_"):
-        return False
+    """A target outside this tree of SCXML sessions: a URL (refused)."""
+    if target.startswith("#_"):
+        return False  # this session, its parent, an invoked child, or an SCXML session id
     return "://" in target or target.startswith(("#", "http:", "https:"))
 
 
@@ -144,13 +92,13 @@ class _Reader:
         self.source = source
         self.anonymous = 0
 
-    def fail(self, el: _El, problem: str) -> ScxmlError:
+    def fail(self, el: Element, problem: str) -> ScxmlError:
         return ScxmlError(f"<{el.tag}>: {problem}", line=el.line, source=self.source)
 
-    def refuse(self, el: _El, detail: str = "") -> UnsupportedElement:
+    def refuse(self, el: Element, detail: str = "") -> UnsupportedElement:
         return UnsupportedElement(el.tag, line=el.line, source=self.source, detail=detail)
 
-    def chart(self, el: _El) -> Statechart:
+    def chart(self, el: Element) -> Statechart:
         root = Node("#root", "scxml", line=el.line)
         binding = el.attrs.get("binding", "early")
         if binding not in ("early", "late"):
@@ -178,7 +126,7 @@ class _Reader:
         chart.binding = binding
         return chart
 
-    def state(self, el: _El, parent: Node) -> Node:
+    def state(self, el: Element, parent: Node) -> Node:
         kind = el.tag
         sid = el.attrs.get("id")
         if not sid:
@@ -211,6 +159,8 @@ class _Reader:
                 node.data.extend(self.datamodel(child))
             elif tag == "donedata" and kind == "final":
                 node.donedata = self.donedata(child)
+            elif tag == "invoke" and kind != "final":
+                node.invokes.append(self.invoke(child))
             elif tag in ("invoke", "script"):
                 raise self.refuse(child)
             else:
@@ -220,7 +170,7 @@ class _Reader:
             node.initial = ChartTransition(node, (), tuple(first), line=el.line)
         return node
 
-    def transition(self, el: _El, source: Node) -> ChartTransition:
+    def transition(self, el: Element, source: Node) -> ChartTransition:
         cond = el.attrs.get("cond")
         kind = el.attrs.get("type", "external")
         if kind not in ("internal", "external"):
@@ -229,7 +179,7 @@ class _Reader:
             source,
             tuple(el.attrs.get("event", "").split()),
             tuple(el.attrs.get("target", "").split()),
-            cond=None if cond is None else Condition(self.expr(cond)),
+            cond=None if cond is None or not cond.strip() else Condition(self.expr(cond)),
             internal=kind == "internal",
             content=self.block(el),
             line=el.line,
@@ -240,7 +190,7 @@ class _Reader:
     def expr(self, text: str) -> Expression:
         return Expression(text, lenient=True)
 
-    def location(self, el: _El, text: str) -> Location:
+    def location(self, el: Element, text: str) -> Location:
         return Location(text, lenient=True)
 
     def literal(self, text: str) -> Any:
@@ -253,7 +203,7 @@ class _Reader:
         except ExpressionError:
             return " ".join(stripped.split())
 
-    def datamodel(self, el: _El) -> list[tuple[str, Expression | None, Any]]:
+    def datamodel(self, el: Element) -> list[tuple[str, Expression | None, Any]]:
         items: list[tuple[str, Expression | None, Any]] = []
         for data in el.children:
             if data.tag != "data":
@@ -271,7 +221,7 @@ class _Reader:
             items.append((key, None if expr is None else self.expr(expr), self.literal(data.text)))
         return items
 
-    def donedata(self, el: _El) -> DoneData:
+    def donedata(self, el: Element) -> DoneData:
         params: list[tuple[str, Expression | None, Location | None]] = []
         content: Expression | None = None
         literal: Any = None
@@ -284,7 +234,7 @@ class _Reader:
                 raise self.refuse(child, f"<{child.tag}> is not supported inside <donedata>")
         return DoneData(tuple(params), content, literal, line=el.line)
 
-    def param(self, el: _El) -> tuple[str, Expression | None, Location | None]:
+    def param(self, el: Element) -> tuple[str, Expression | None, Location | None]:
         name = el.attrs.get("name")
         if not name:
             raise self.fail(el, "name is required")
@@ -294,19 +244,61 @@ class _Reader:
             return name, None, self.location(el, el.attrs["location"])
         raise self.fail(el, "expr or location is required")
 
-    def content(self, el: _El) -> tuple[Expression | None, Any]:
+    def content(self, el: Element) -> tuple[Expression | None, Any]:
         if el.children:
             raise self.refuse(el.children[0], "XML inside <content> is not supported")
         if "expr" in el.attrs:
             return self.expr(el.attrs["expr"]), None
         return None, self.literal(el.text)
 
+    def invoke(self, el: Element) -> Invoke:
+        """``<invoke>`` of an inline SCXML child; a file or URL source is refused."""
+        a = el.attrs
+        for key in ("src", "srcexpr"):
+            if key in a:
+                raise self.refuse(
+                    el, f"<invoke {key}>: a child document from a file or URL is not read"
+                )
+        kind = a.get("type")
+        if kind is not None and kind not in INVOKE_TYPES:
+            raise self.refuse(el, f"<invoke type={kind!r}>: only SCXML child sessions run")
+        chart: Statechart | None = None
+        params: list[tuple[str, Expression]] = []
+        finalize: tuple[Content, ...] = ()
+        for child in el.children:
+            if child.tag == "content":
+                inner = child.children
+                if "expr" in child.attrs or len(inner) != 1 or inner[0].tag != "scxml":
+                    raise self.refuse(child, "<invoke> runs only an inline <scxml> in <content>")
+                chart = _Reader(self.source).chart(inner[0])
+            elif child.tag == "param":
+                name, expr, location = self.param(child)
+                params.append((name, expr if expr is not None else Expression(location.text)))  # type: ignore[union-attr]
+            elif child.tag == "finalize":
+                finalize = self.block(child)
+            else:
+                raise self.refuse(child, f"<{child.tag}> is not supported inside <invoke>")
+        if chart is None:
+            raise self.fail(el, "an inline <content><scxml>...</scxml></content> is required")
+        typeexpr = a.get("typeexpr")
+        return Invoke(
+            chart,
+            id=a.get("id"),
+            idlocation=None if "idlocation" not in a else self.location(el, a["idlocation"]),
+            typeexpr=None if typeexpr is None else self.expr(typeexpr),
+            autoforward=a.get("autoforward", "false") == "true",
+            params=tuple(params),
+            namelist=tuple((n, self.location(el, n)) for n in a.get("namelist", "").split()),
+            finalize=finalize,
+            line=el.line,
+        )
+
     # -- executable content ---------------------------------------------------------------
 
-    def block(self, el: _El) -> tuple[Content, ...]:
+    def block(self, el: Element) -> tuple[Content, ...]:
         return tuple(self.executable(child) for child in el.children)
 
-    def executable(self, el: _El) -> Content:
+    def executable(self, el: Element) -> Content:
         tag, a = el.tag, el.attrs
         if tag == "raise":
             if not a.get("event"):
@@ -348,7 +340,7 @@ class _Reader:
             return self.send(el)
         raise self.refuse(el)
 
-    def if_(self, el: _El) -> If:
+    def if_(self, el: Element) -> If:
         branches: list[tuple[Expression | None, tuple[Content, ...]]] = []
         cond: Expression | None = self.expr(el.attrs.get("cond", "False"))
         body: list[Content] = []
@@ -364,7 +356,7 @@ class _Reader:
         branches.append((cond, tuple(body)))
         return If(tuple(branches), line=el.line)
 
-    def send(self, el: _El) -> Send:
+    def send(self, el: Element) -> Send:
         a = el.attrs
         target = a.get("target")
         if target is not None and _other_session(target):

@@ -23,6 +23,7 @@ from agentnb.fsm.content import (
     DoneData,
     Foreach,
     If,
+    Invoke,
     Log,
     Raise,
     Send,
@@ -116,9 +117,32 @@ class _Writer:
             self.donedata(node, depth + 1)
         for t in node.transitions:
             self.transition(t, depth + 1)
+        for invoke in node.invokes:
+            self.invoke(invoke, depth + 1)
         for child in node.children:
             self.state(child, depth + 1)
         self.emit(depth, f"</{tag}>")
+
+    def invoke(self, item: Invoke, depth: int) -> None:
+        attrs = _attrs(
+            id=item.id,
+            idlocation=None if item.idlocation is None else item.idlocation.text,
+            typeexpr=_text(item.typeexpr),
+            autoforward="true" if item.autoforward else None,
+            namelist=" ".join(name for name, _ in item.namelist),
+        )
+        self.emit(depth, f"<invoke{attrs}>")
+        for key, expr in item.params:
+            self.emit(depth + 1, f"<param{_attrs(name=key, expr=expr.text)}/>")
+        if item.finalize:
+            self.emit(depth + 1, "<finalize>")
+            self.block(item.finalize, depth + 2)
+            self.emit(depth + 1, "</finalize>")
+        self.emit(depth + 1, "<content>")
+        for line in _Writer(item.chart).document().splitlines():
+            self.emit(depth + 2, line)
+        self.emit(depth + 1, "</content>")
+        self.emit(depth, "</invoke>")
 
     def donedata(self, node: Node, depth: int) -> None:
         done = node.donedata

@@ -34,6 +34,10 @@ class TimerRequest:
     sendid: str | None
     event: dict[str, Any]
     delay: float
+    route: tuple[str, ...] = ()
+    """The invoke ids from the top session down to the one the event is for."""
+    sender: tuple[str, ...] = ()
+    """The route of the session that sent it: if that session has ended, it is dropped."""
 
 
 @dataclass(slots=True)

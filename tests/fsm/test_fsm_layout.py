@@ -36,6 +36,7 @@ DEFINITIONS = {
     "scxml_writer",
     "trace",
     "chart_file",
+    "scxml_xml",
 }
 RUNNING = {
     "agentnb.fsm.instance",
@@ -43,6 +44,9 @@ RUNNING = {
     "agentnb.fsm.chart_instance",
     "agentnb.fsm.interpreter",
     "agentnb.fsm.entry_exit",
+    "agentnb.fsm.invocations",
+    "agentnb.fsm.selection",
+    "agentnb.fsm.session_state",
 }
 
 
