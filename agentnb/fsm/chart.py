@@ -147,6 +147,7 @@ class Statechart(Drawable):
         self.description = description
         self.binding = "early"
         self.nodes: dict[str, Node] = {}
+        self.listeners: list[Callable[[Any, Any], None]] = []
         self.delays: dict[str, float] = {}
         """The events ``after`` generates, and their delays in seconds (for diagrams)."""
         self._transition_count = 0
@@ -195,6 +196,15 @@ class Statechart(Drawable):
         return sorted(
             (t for n in self.nodes.values() for t in n.transitions), key=lambda t: t.order
         )
+
+    def subscribe(self, listener: Callable[[Any, Any], None]) -> Callable[[], None]:
+        """Call ``listener(instance, record)`` after every step an instance commits.
+
+        As for :meth:`StateMachine.subscribe`: not part of the definition, a raising
+        listener is reported with a warning. Returns an unsubscribe function.
+        """
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
 
     # -- running ------------------------------------------------------------------------
 

@@ -296,7 +296,18 @@ class ChartInstance(Drawable):
         )
         change = _timer_change(self.id, session, record.seq, self.clock(), timer)
         saved = self.store.commit(after, record, change)
-        return saved, saved.seq == record.seq and saved.at == record.at
+        fresh = saved.seq == record.seq and saved.at == record.at
+        if fresh:
+            for watcher in list(self._chart.listeners):
+                try:
+                    watcher(self, saved)
+                except Exception as exc:  # a panel's or metric's bug must not lose a step
+                    warnings.warn(
+                        f"chart listener {watcher!r} raised {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+        return saved, fresh
 
 
 _MISSING = object()
