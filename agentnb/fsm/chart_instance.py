@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentnb._display import Drawable
+from agentnb._display import Drawable, MachineViewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     IncompatibleMachine,
@@ -66,7 +66,7 @@ def _summary(session: Session) -> str:
     return " ".join(n.id for n in atomic)
 
 
-class ChartInstance(Drawable):
+class ChartInstance(Drawable, MachineViewable):
     """One running instance of a :class:`~agentnb.fsm.chart.Statechart` (``chart.start()``).
 
     Attributes:

@@ -1,6 +1,7 @@
 """A statechart with a timer, driven from separate processes by the durable-timer tests.
 
 Usage: python chart_worker.py start DB ID NOW      start instance ID at clock time NOW
+       python chart_worker.py hang DB ID NOW       start it, print "started", then block
        python chart_worker.py due DB GO NOW IDS...  once GO exists, run_due(NOW) on each ID
 The 'due' command prints one JSON line: the records it fired, as [instance, event_id].
 """
@@ -34,8 +35,11 @@ def chart() -> Statechart:
 def main(argv: list[str]) -> int:
     command, db = argv[0], argv[1]
     with SqliteCheckpointer(db, timeout=60) as store:
-        if command == "start":
+        if command in ("start", "hang"):
             chart().start(argv[2], store=store, clock=ManualClock(float(argv[3])))
+            if command == "hang":  # the test SIGKILLs this process: nothing is closed cleanly
+                print("started", flush=True)
+                time.sleep(3600)
             return 0
         go, now, ids = Path(argv[2]), float(argv[3]), argv[4:]
         deadline = time.monotonic() + 60

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,28 @@ def test_a_timer_scheduled_by_one_process_is_found_and_fired_by_another(tmp_path
         assert kettle.configuration == {"done"}
         assert kettle.timers() == []
         assert kettle.run_due() == []
+        assert kettle.context == {"fired": 1}
+
+
+def test_a_timer_survives_the_sigkill_of_the_process_that_scheduled_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "killed.sqlite3")
+    victim = worker("hang", db, "k9", "0")
+    try:
+        assert victim.stdout is not None
+        assert victim.stdout.readline().strip() == "started"  # committed, then blocked
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=60)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        if victim.stdout is not None:
+            victim.stdout.close()
+    assert victim.returncode == -signal.SIGKILL
+    with SqliteCheckpointer(db) as store:
+        kettle = chart().resume("k9", store=store, clock=ManualClock(60))
+        assert [t.event for t in kettle.timers()] == ["boiled"]
+        [record] = kettle.run_due()
+        assert record.event == "boiled"
         assert kettle.context == {"fired": 1}
 
 

@@ -85,3 +85,12 @@ def test_sending_from_the_panel_shows_the_microsteps_and_the_timer(tmp_path: Pat
 def test_a_reloader_is_refused_for_a_statechart() -> None:
     with pytest.raises(DefinitionError, match="statecharts"):
         MachineView(oven(), reloader=object())  # type: ignore[arg-type]
+
+
+def test_instance_view_opens_the_panel_for_a_statechart() -> None:
+    view = oven().view()
+    try:
+        assert isinstance(view, MachineView)
+        assert view.state == "shut off"
+    finally:
+        view.close()
