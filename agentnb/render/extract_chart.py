@@ -224,6 +224,7 @@ def microstep_diagrams(
                 legend=True,
                 overlay=overlay,
                 clusters=base.clusters,
+                machine=True,
             )
         )
     return diagrams
