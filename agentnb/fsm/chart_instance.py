@@ -179,8 +179,9 @@ class ChartInstance(Drawable, MachineViewable):
         return self._deliver(event, payload, event_id)
 
     def _deliver(self, event: str, payload: Any, event_id: str | None) -> TransitionRecord:
-        check(payload, root="payload")
-        payload = loads(dumps(payload))
+        if payload is not None:  # None is JSON and immutable: nothing to check or copy
+            check(payload, root="payload")
+            payload = loads(dumps(payload))
         if event_id is not None:
             done = self.store.find_event(self.id, event_id)
             if done is not None:

@@ -122,9 +122,20 @@ class Node:
     def history_children(self) -> list[Node]:
         return [c for c in self.children if c.kind == "history"]
 
+    @functools.cached_property
+    def eventless(self) -> list[ChartTransition]:
+        """The transitions without an event, in document order."""
+        return [t for t in self.transitions if not t.events]
+
+    @functools.cached_property
+    def evented(self) -> list[ChartTransition]:
+        """The transitions with an event descriptor, in document order."""
+        return [t for t in self.transitions if t.events]
+
     def forget(self) -> None:
         """Drop the cached shape (the tree is being built or renumbered)."""
-        for name in ("child_states", "is_atomic", "is_compound", "history_children"):
+        names = ("child_states", "is_atomic", "is_compound", "history_children")
+        for name in (*names, "eventless", "evented"):
             self.__dict__.pop(name, None)
 
     def is_descendant_of(self, other: Node) -> bool:

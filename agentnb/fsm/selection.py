@@ -28,7 +28,8 @@ def _select(session: Session, event: dict[str, Any] | None) -> list[ChartTransit
     for state in atomic:
         node: Node | None = state
         while node is not None and node.kind != "scxml":
-            chosen = next((t for t in node.transitions if _enabled(session, t, event)), None)
+            candidates = node.eventless if event is None else node.evented
+            chosen = next((t for t in candidates if _enabled(session, t, event)), None)
             if chosen is not None:
                 if chosen not in enabled:
                     enabled.append(chosen)
