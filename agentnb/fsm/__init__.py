@@ -4,6 +4,11 @@ The state is just the node; an instance's data lives in its *context*, a JSON di
 beside it. Definitions are built in code (:class:`StateMachine`) or loaded from a file
 (:func:`load_machine`, schema in ``machine.schema.json``); both obey the same rules.
 
+Statecharts (:class:`Statechart` with :class:`State`, :class:`Parallel`, :class:`Final`,
+:class:`History`; or :func:`load_scxml`, :func:`load_statechart`, :func:`load_xstate`) run
+with the W3C SCXML semantics; their instances (:class:`ChartInstance`) share the flat
+instance API and keep delayed events as durable timers in the store.
+
 Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to load files,
 ``pyyaml`` for YAML, ``watchfiles`` for :class:`MachineReloader`. They are imported only when
 used, so ``import agentnb.fsm`` needs none of them.
