@@ -26,7 +26,7 @@ from agentnb.store.records import Event, RunRecord
 from agentnb.widgets._events import short, summarize
 
 if TYPE_CHECKING:
-    from agentnb.fsm import MachineInstance, TransitionRecord
+    from agentnb.fsm import ChartInstance, MachineInstance, TransitionRecord
 
 __all__ = [
     "CLOSED_NOTE",
@@ -111,9 +111,15 @@ def snapshot_bundle(run: Run, *, id_prefix: str = "", note: str = NOTE) -> dict[
 
 
 def machine_snapshot_bundle(
-    instance: MachineInstance, *, id_prefix: str = "", note: str = NOTE
+    instance: MachineInstance | ChartInstance, *, id_prefix: str = "", note: str = NOTE
 ) -> dict[str, str]:
     """``text/plain`` and ``text/html`` describing a machine instance as it stands now."""
-    diagram = diagram_from_instance(instance)
+    from agentnb.fsm import ChartInstance as Chart  # the fsm package loads with the widget
+    from agentnb.render.extract_chart import diagram_from_chart_instance
+
+    if isinstance(instance, Chart):
+        diagram = diagram_from_chart_instance(instance)
+    else:
+        diagram = diagram_from_instance(instance)
     text = machine_snapshot_text(instance.history, instance.context, to_text(diagram), note)
     return static_bundle(diagram, text, id_prefix=id_prefix)
