@@ -38,10 +38,12 @@ from agentnb.errors import (
     RoutingError,
     RunBusy,
     RunNotFound,
+    ScxmlError,
     StaleApproval,
     StepBudgetExhausted,
     TaskNotNamed,
     UnknownExercise,
+    UnsupportedElement,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
 from agentnb.graph.superstep import Send
@@ -67,6 +69,7 @@ __all__ = [
     "AgentnbError",
     "ApprovalNotPending",
     "BreakerOpen",
+    "ChartInstance",
     "Checkpoint",
     "Checkpointer",
     "CircuitBreaker",
@@ -76,17 +79,21 @@ __all__ = [
     "Event",
     "EventType",
     "ExerciseFailed",
+    "Final",
+    "History",
     "Identity",
     "IncompatibleWorkflow",
     "InvalidAnswer",
     "InvalidDecision",
     "InvalidState",
+    "ManualClock",
     "MemoryCheckpointer",
     "MissingDependency",
     "NodeContext",
     "NodeFailed",
     "NodeTimeout",
     "NotAuthorized",
+    "Parallel",
     "PolicyUnavailable",
     "Retry",
     "RoutingError",
@@ -94,15 +101,45 @@ __all__ = [
     "RunBusy",
     "RunNotFound",
     "RunRecord",
+    "ScxmlError",
     "Send",
     "SqliteCheckpointer",
     "StaleApproval",
+    "State",
     "StateGraph",
+    "Statechart",
     "Status",
     "StepBudgetExhausted",
     "StepResult",
     "TaskNotNamed",
     "UnknownExercise",
+    "UnsupportedElement",
     "Workflow",
     "__version__",
+    "load_scxml",
+    "load_statechart",
+    "load_xstate",
 ]
+
+_LAZY = {
+    "ChartInstance": "agentnb.fsm.chart_instance",
+    "Final": "agentnb.fsm.chart",
+    "History": "agentnb.fsm.chart",
+    "ManualClock": "agentnb.fsm.timers",
+    "Parallel": "agentnb.fsm.chart",
+    "State": "agentnb.fsm.chart",
+    "Statechart": "agentnb.fsm.chart",
+    "load_scxml": "agentnb.fsm.scxml",
+    "load_statechart": "agentnb.fsm.chart_file",
+    "load_xstate": "agentnb.fsm.chart_file",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Statechart names are imported when first used, so ``import agentnb`` stays light."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

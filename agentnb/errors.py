@@ -9,6 +9,8 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── DefinitionError            the graph or machine definition is wrong: fix the code
     │   ├── SchemaError            a JSON/YAML definition is invalid (``problems`` with JSON paths)
     │   ├── IncompatibleWorkflow   a stored run does not fit the workflow trying to drive it
+    │   ├── ScxmlError             an SCXML document is malformed (``line`` says where)
+    │   │   └── UnsupportedElement an SCXML element or target agentnb refuses to run
     │   └── IncompatibleMachine    a stored instance does not fit the machine definition
     ├── InvalidState               a state value cannot be stored as JSON (``path`` says where)
     ├── RunError                   something happened to a run
@@ -76,12 +78,14 @@ __all__ = [
     "SchemaError",
     "SchemaProblem",
     "SchemaVersionError",
+    "ScxmlError",
     "StaleApproval",
     "StepBudgetExhausted",
     "StoreError",
     "TaskNotNamed",
     "TransitionNotAllowed",
     "UnknownExercise",
+    "UnsupportedElement",
 ]
 
 
@@ -105,6 +109,45 @@ class DefinitionError(AgentnbError):
         self.culprit = culprit
         self.fix = fix
         super().__init__(f"{problem}. {fix}" if fix else problem)
+
+
+class ScxmlError(DefinitionError):
+    """An SCXML document cannot be read.
+
+    Attributes:
+        line: the line of the element at fault (``None`` when the document is not XML).
+        source: the file name, when it came from a file.
+    """
+
+    def __init__(
+        self, problem: str, *, line: int | None, source: str | None = None, fix: str = ""
+    ) -> None:
+        self.line = line
+        self.source = source
+        where = f"{source or 'SCXML'}" + (f" line {line}" if line is not None else "")
+        super().__init__(f"{where}: {problem}", culprit=where, fix=fix)
+
+
+class UnsupportedElement(ScxmlError):
+    """An SCXML element (or a ``<send>`` target/type) agentnb does not run; nothing is skipped.
+
+    Attributes:
+        element: the element's name (``invoke``, ``script`` ...), or ``send`` for a target.
+    """
+
+    def __init__(
+        self, element: str, *, line: int | None, source: str | None = None, detail: str = ""
+    ) -> None:
+        self.element = element
+        what = detail or f"<{element}> is not supported"
+        super().__init__(
+            what,
+            line=line,
+            source=source,
+            fix="Remove it or replace it with supported elements (state, parallel, final, "
+            "history, transition, onentry/onexit, raise, send between SCXML sessions, "
+            "cancel, assign, log, if, foreach, datamodel, invoke of an inline <scxml>)",
+        )
 
 
 class SchemaProblem:

@@ -11,6 +11,11 @@ cycles, ``emergency`` turns GREEN or YELLOW red) and the same event sequence
 * python-statemachine and transitions (in memory only: neither persists);
 * the persistence floor: plain sqlite3, one INSERT + COMMIT per transition, same pragmas.
 
+Then a nested/parallel media-player chart (``stopped`` / ``playing`` with two compound
+regions, ``track`` and ``volume``): agentnb's :class:`~agentnb.Statechart` in memory and
+persisted, beside python-statemachine 3's ``StateChart`` with the same chart and events,
+each checked to end in the same configuration.
+
 An agentnb transition does more than the two libraries: it validates the payload as JSON,
 records the event (id, payload, delta, time) in the history and keeps the context as JSON,
 so an in-memory instance behaves like a persisted one. The ratios show what that costs.
@@ -213,10 +218,15 @@ def rate(measure: Measure | None, n: int) -> float | None:
     return statistics.median(n / measure(sequence) for _ in range(REPEATS))
 
 
-def main() -> None:
+def parse_events() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--events", type=int, default=3_000, help="events per measured run")
-    n = parser.parse_args().events
+    events_per_run: int = parser.parse_args().events
+    return events_per_run
+
+
+def main() -> None:
+    n = parse_events()
     persisted_n = max(3, n // 3)  # SQLite commits are slower: keep the run short
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,5 +273,160 @@ def main() -> None:
         )
 
 
+# -- a nested/parallel chart: agentnb Statechart beside python-statemachine's StateChart ----
+
+CHART_PATTERN = ("play", "skip", "turn", "skip", "turn", "stop")
+
+
+def chart_expected(sequence: list[str]) -> frozenset[str]:
+    playing, track, volume = False, "t1", "low"
+    for event in sequence:
+        if event == "play" and not playing:
+            playing, track, volume = True, "t1", "low"
+        elif event == "stop" and playing:
+            playing = False
+        elif event == "skip" and playing:
+            track = "t2" if track == "t1" else "t1"
+        elif event == "turn" and playing:
+            volume = "high" if volume == "low" else "low"
+    if not playing:
+        return frozenset({"stopped"})
+    return frozenset({"playing", "track", track, "volume", volume})
+
+
+def agentnb_chart() -> Any:
+    from agentnb import Parallel, State, Statechart
+
+    return Statechart(
+        "player",
+        [
+            State("stopped", on={"play": "playing"}),
+            Parallel(
+                "playing",
+                states=[
+                    State(
+                        "track",
+                        states=[State("t1", on={"skip": "t2"}), State("t2", on={"skip": "t1"})],
+                    ),
+                    State(
+                        "volume",
+                        states=[
+                            State("low", on={"turn": "high"}),
+                            State("high", on={"turn": "low"}),
+                        ],
+                    ),
+                ],
+                on={"stop": "stopped"},
+            ),
+        ],
+    )
+
+
+def agentnb_chart_run(
+    make_store: Callable[[], Any], close: Callable[[], None] = lambda: None
+) -> Measure:
+    chart = agentnb_chart()
+    counter = iter(range(10**9))
+
+    def measure(sequence: list[str]) -> float:
+        player = chart.start(f"player-{next(counter)}", store=make_store())
+        t = time.perf_counter()
+        for event in sequence:
+            player.send(event)
+        elapsed = time.perf_counter() - t
+        assert player.configuration == chart_expected(sequence), player.configuration
+        close()
+        return elapsed
+
+    return measure
+
+
+def agentnb_chart_sqlite(folder: Path) -> Measure:
+    counter = iter(range(10**9))
+    open_stores: list[Any] = []
+
+    def make_store() -> Any:
+        checkpointer = SqliteCheckpointer(folder / f"chart{next(counter)}.sqlite3")
+        open_stores.append(checkpointer)
+        return checkpointer.machines
+
+    def close() -> None:
+        while open_stores:
+            open_stores.pop().close()
+
+    return agentnb_chart_run(make_store, close)
+
+
+def python_statechart() -> Measure | None:
+    try:
+        from statemachine import State, StateChart
+    except ImportError:
+        return None
+
+    class Player(StateChart):  # type: ignore[misc]
+        stopped = State(initial=True)
+
+        class playing(State.Parallel):  # type: ignore[misc]
+            class track(State.Compound):  # type: ignore[misc]
+                t1 = State(initial=True)
+                t2 = State()
+                skip = t1.to(t2) | t2.to(t1)
+
+            class volume(State.Compound):  # type: ignore[misc]
+                low = State(initial=True)
+                high = State()
+                turn = low.to(high) | high.to(low)
+
+        play = stopped.to(playing)
+        stop = playing.to(stopped)
+
+    def measure(sequence: list[str]) -> float:
+        player = Player()
+        t = time.perf_counter()
+        for event in sequence:
+            player.send(event)
+        elapsed = time.perf_counter() - t
+        assert frozenset(s.id for s in player.configuration) == chart_expected(sequence)
+        return elapsed
+
+    return measure
+
+
+def chart_rate(measure: Measure | None, n: int) -> float | None:
+    if measure is None:
+        return None
+    sequence = [CHART_PATTERN[i % len(CHART_PATTERN)] for i in range(n)]
+    measure(sequence[: min(n, 120)])
+    return statistics.median(n / measure(sequence) for _ in range(REPEATS))
+
+
+def chart_main(n: int) -> None:
+    persisted_n = max(6, n // 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        memory = chart_rate(agentnb_chart_run(MemoryMachineStore), n)
+        persisted = chart_rate(agentnb_chart_sqlite(folder), persisted_n)
+        floor = rate(sqlite_floor(folder), persisted_n)
+    psm = chart_rate(python_statechart(), n)
+    print(
+        f"\nmedia player chart (a parallel state, two compound regions), {n:,} events per run "
+        f"(SQLite rows: {persisted_n:,}), median of {REPEATS}"
+    )
+    print(f"{'engine':<42}{'transitions/s':>14}{'µs each':>10}")
+    for name, value in (
+        ("agentnb Statechart, MemoryMachineStore", memory),
+        ("agentnb Statechart, SqliteCheckpointer", persisted),
+        ("python-statemachine StateChart (memory)", psm),
+        ("floor: sqlite3 INSERT+COMMIT", floor),
+    ):
+        text = f"{value:>14,.0f}{1e6 / value:>10.1f}" if value else f"{'n/a':>14}{'n/a':>10}"
+        print(f"{name:<42}{text}")
+    if memory and psm:
+        print(f"agentnb chart in memory: {memory / psm:.2f}x python-statemachine's speed.")
+    if persisted and floor:
+        print(f"agentnb chart persisted: {floor / persisted:.2f}x the plain-sqlite3 floor.")
+
+
 if __name__ == "__main__":
     main()
+    chart_main(max(6, parse_events()))

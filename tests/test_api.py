@@ -55,6 +55,18 @@ PUBLIC = {
     "UnknownExercise",
     "Workflow",
     "__version__",
+    "ChartInstance",
+    "Final",
+    "History",
+    "ManualClock",
+    "Parallel",
+    "ScxmlError",
+    "State",
+    "Statechart",
+    "UnsupportedElement",
+    "load_scxml",
+    "load_statechart",
+    "load_xstate",
 }
 
 
@@ -98,6 +110,7 @@ LEVELS = {
     "agentnb.fsm": 3,
     "agentnb.fsm.records": 2,  # what a store keeps, so the checkpointer can hold machines
     "agentnb.fsm.memory": 2,
+    "agentnb.fsm.storage": 2,  # the machine-store contract a checkpointer names as its type
     "agentnb.examples": 3,
     "agentnb.resilience": 3,
     "agentnb.render": 4,

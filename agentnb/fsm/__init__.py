@@ -4,28 +4,59 @@ The state is just the node; an instance's data lives in its *context*, a JSON di
 beside it. Definitions are built in code (:class:`StateMachine`) or loaded from a file
 (:func:`load_machine`, schema in ``machine.schema.json``); both obey the same rules.
 
+Statecharts (:class:`Statechart` with :class:`State`, :class:`Parallel`, :class:`Final`,
+:class:`History`; or :func:`load_scxml`, :func:`load_statechart`, :func:`load_xstate`) run
+with the W3C SCXML semantics; their instances (:class:`ChartInstance`) share the flat
+instance API and keep delayed events as durable timers in the store.
+
 Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to load files,
 ``pyyaml`` for YAML, ``watchfiles`` for :class:`MachineReloader`. They are imported only when
 used, so ``import agentnb.fsm`` needs none of them.
 """
 
+from agentnb.fsm.chart import Final, History, Parallel, State, Statechart
+from agentnb.fsm.chart_file import load_statechart, load_xstate
+from agentnb.fsm.chart_instance import ChartInstance
+from agentnb.fsm.content import Assign, Cancel, Foreach, If, Log, Raise, Send
 from agentnb.fsm.instance import MachineInstance, MachineStore
+from agentnb.fsm.interpreter import Microstep
 from agentnb.fsm.loader import load_machine, validate_file
 from agentnb.fsm.machine import StateMachine, Transition
 from agentnb.fsm.memory import MemoryMachineStore
-from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.fsm.records import InstanceSnapshot, TimerRecord, TransitionRecord
 from agentnb.fsm.reload import MachineReloader, ReloadResult
+from agentnb.fsm.scxml import load_scxml
+from agentnb.fsm.timers import ManualClock
 
 __all__ = [
+    "Assign",
+    "Cancel",
+    "ChartInstance",
+    "Final",
+    "Foreach",
+    "History",
+    "If",
     "InstanceSnapshot",
+    "Log",
     "MachineInstance",
     "MachineReloader",
     "MachineStore",
+    "ManualClock",
     "MemoryMachineStore",
+    "Microstep",
+    "Parallel",
+    "Raise",
     "ReloadResult",
+    "Send",
+    "State",
     "StateMachine",
+    "Statechart",
+    "TimerRecord",
     "Transition",
     "TransitionRecord",
     "load_machine",
+    "load_scxml",
+    "load_statechart",
+    "load_xstate",
     "validate_file",
 ]

@@ -34,7 +34,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
 from agentnb._display import Drawable, MachineViewable
@@ -48,42 +48,14 @@ from agentnb.errors import (
 )
 from agentnb.fsm.machine import StateLike, StateMachine, Transition, callable_name
 from agentnb.fsm.memory import MemoryMachineStore
-from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.fsm.records import InstanceSnapshot, TimerRecord, TransitionRecord
+from agentnb.fsm.storage import MachineStore
 from agentnb.resilience import guarded_call
 
 if TYPE_CHECKING:
     from agentnb.store.base import Checkpointer
 
 __all__ = ["MachineInstance", "MachineStore", "rebind_all"]
-
-
-class MachineStore(Protocol):
-    """Where instances live: state, context and the record of every processed event.
-
-    :class:`~agentnb.fsm.memory.MemoryMachineStore` keeps them in memory; a SQLite
-    implementation joins the checkpointer later. Every method is short and synchronous;
-    :meth:`commit` is the only write after :meth:`create`, and it is atomic.
-    """
-
-    def create(self, snapshot: InstanceSnapshot) -> None:
-        """Save a new instance; raise :class:`StoreError` if its id is taken."""
-
-    def load(self, instance_id: str) -> InstanceSnapshot | None:
-        """The instance's current snapshot (a fresh copy), or ``None`` if unknown."""
-
-    def commit(self, snapshot: InstanceSnapshot, record: TransitionRecord) -> TransitionRecord:
-        """Save the new snapshot and its record in one transaction, and return the record.
-
-        If ``record.event_id`` was already recorded for the instance, change nothing and
-        return the earlier record. Otherwise the stored ``seq`` must be ``record.seq - 1``
-        (another writer got there first if not: raise :class:`StoreError`, save nothing).
-        """
-
-    def find_event(self, instance_id: str, event_id: str) -> TransitionRecord | None:
-        """The record of a processed event id, or ``None``."""
-
-    def history(self, instance_id: str) -> list[TransitionRecord]:
-        """Every record of the instance, by ``seq``."""
 
 
 class MachineInstance(Drawable, MachineViewable):
@@ -142,6 +114,23 @@ class MachineInstance(Drawable, MachineViewable):
     def is_final(self) -> bool:
         """True once the instance is in a final state."""
         return self._snapshot().state in self._machine.final
+
+    @property
+    def configuration(self) -> frozenset[str]:
+        """The active states: for a flat machine, just the current one."""
+        return frozenset({self._snapshot().state})
+
+    def in_state(self, state: StateLike) -> bool:
+        """Whether ``state`` is active (the flat case of a statechart's configuration)."""
+        return self._snapshot().state == self._machine._plain_name(state, "state")
+
+    def timers(self) -> list[TimerRecord]:
+        """Pending delayed events: a flat machine schedules none."""
+        return self.store.timers(self.id)
+
+    def run_due(self, now: float | None = None) -> list[TransitionRecord]:
+        """Fire due timers: a flat machine has none, so nothing happens."""
+        return []
 
     def allowed_events(self) -> list[str]:
         """Events with a transition out of the current state (guards not evaluated)."""

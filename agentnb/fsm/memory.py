@@ -11,7 +11,7 @@ import threading
 
 from agentnb._json import dumps, loads
 from agentnb.errors import InstanceConflict, InstanceNotFound, StoreError
-from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
+from agentnb.fsm.records import InstanceSnapshot, TimerChange, TimerRecord, TransitionRecord
 
 __all__ = ["MemoryMachineStore"]
 
@@ -25,15 +25,17 @@ class MemoryMachineStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._snapshots: dict[str, tuple[str, str, str, int]] = {}
+        self._snapshots: dict[str, tuple[str, str, str, int, str | None]] = {}
+        self._timers: dict[str, dict[str, tuple[TimerRecord, str]]] = {}
         self._records: dict[str, list[tuple[TransitionRecord, str, str]]] = {}
         self._event_seq: dict[str, dict[str, int]] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryMachineStore: {len(self._snapshots)} instances>"
 
-    def create(self, snapshot: InstanceSnapshot) -> None:
+    def create(self, snapshot: InstanceSnapshot, timers: TimerChange | None = None) -> None:
         context = dumps(snapshot.context, root="context")
+        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
         with self._lock:
             if snapshot.instance_id in self._snapshots:
                 raise StoreError(
@@ -46,22 +48,41 @@ class MemoryMachineStore:
                 snapshot.state,
                 context,
                 snapshot.seq,
+                chart,
             )
             self._records[snapshot.instance_id] = []
             self._event_seq[snapshot.instance_id] = {}
+            self._timers[snapshot.instance_id] = {}
+            self._apply(snapshot.instance_id, timers)
 
     def load(self, instance_id: str) -> InstanceSnapshot | None:
         with self._lock:
             row = self._snapshots.get(instance_id)
         if row is None:
             return None
-        machine, state, context, seq = row
-        return InstanceSnapshot(instance_id, machine, state, loads(context), seq)
+        machine, state, context, seq, chart = row
+        return InstanceSnapshot(
+            instance_id,
+            machine,
+            state,
+            loads(context),
+            seq,
+            None if chart is None else loads(chart),
+        )
 
-    def commit(self, snapshot: InstanceSnapshot, record: TransitionRecord) -> TransitionRecord:
+    def commit(
+        self,
+        snapshot: InstanceSnapshot,
+        record: TransitionRecord,
+        timers: TimerChange | None = None,
+    ) -> TransitionRecord:
         iid = snapshot.instance_id
         row = (record, dumps(record.payload, root="payload"), dumps(record.delta, root="delta"))
         context = dumps(snapshot.context, root="context")
+        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        if timers is not None:
+            for t in timers.add:
+                dumps(t.data, root="timer")
         with self._lock:
             if iid not in self._snapshots:
                 raise InstanceNotFound(iid)
@@ -71,10 +92,32 @@ class MemoryMachineStore:
             stored_seq = self._snapshots[iid][3]
             if stored_seq != record.seq - 1 or snapshot.seq != record.seq:
                 raise InstanceConflict(iid, record.event, record.seq - 1, stored_seq)
-            self._snapshots[iid] = (snapshot.machine, snapshot.state, context, snapshot.seq)
+            self._snapshots[iid] = (snapshot.machine, snapshot.state, context, snapshot.seq, chart)
             self._records[iid].append(row)
             self._event_seq[iid][record.event_id] = record.seq
+            self._apply(iid, timers)
             return self._record(iid, record.seq)
+
+    def timers(self, instance_id: str) -> list[TimerRecord]:
+        with self._lock:
+            rows = list(self._timers.get(instance_id, {}).values())
+        found = [
+            TimerRecord(t.instance_id, t.key, t.event, loads(data), t.fire_at, t.sendid)
+            for t, data in rows
+        ]
+        return sorted(found, key=lambda t: (t.fire_at, t.key))
+
+    def _apply(self, instance_id: str, timers: TimerChange | None) -> None:
+        if timers is None:
+            return
+        pending = self._timers[instance_id]
+        if timers.fired is not None:
+            pending.pop(timers.fired, None)
+        for sendid in timers.cancel:
+            for key in [k for k, (t, _) in pending.items() if t.sendid == sendid]:
+                del pending[key]
+        for t in timers.add:
+            pending[t.key] = (t, dumps(t.data, root="timer"))
 
     def find_event(self, instance_id: str, event_id: str) -> TransitionRecord | None:
         with self._lock:

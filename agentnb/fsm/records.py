@@ -9,7 +9,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["InstanceSnapshot", "TransitionRecord"]
+__all__ = ["InstanceSnapshot", "TimerChange", "TimerRecord", "TransitionRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +55,37 @@ class InstanceSnapshot:
     state: str
     context: dict[str, Any]
     seq: int
+    chart: dict[str, Any] | None = None
+    """For a statechart: the configuration, history values and session (JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimerRecord:
+    """A delayed event waiting in the store: it fires once, at ``fire_at`` or later.
+
+    ``key`` orders timers with the same ``fire_at`` (scheduling order) and names the timer's
+    firing: its event record has ``event_id == "timer:" + key``, so a timer can never be
+    processed twice, whichever process drives the instance. ``sendid`` is the cancellation
+    id (``<send id>``/``<cancel sendid>``), ``None`` when the send had none.
+    """
+
+    instance_id: str
+    key: str
+    event: str
+    data: Any
+    fire_at: float
+    sendid: str | None = None
+
+    @property
+    def event_id(self) -> str:
+        return f"timer:{self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class TimerChange:
+    """The timers one commit adds and cancels (by ``sendid``), in the same transaction."""
+
+    add: tuple[TimerRecord, ...] = ()
+    cancel: tuple[str, ...] = ()
+    fired: str | None = None
+    """The key of the timer this commit processes; it is removed with the commit."""

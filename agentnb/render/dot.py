@@ -20,11 +20,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from agentnb.render.clusters import cluster_lines, cluster_names
 from agentnb.render.model import Diagram, Edge, EdgeKind, Node, NodeKind, Overlay
 
 __all__ = [
     "LEGEND_ID",
     "PAUSE_MARK",
+    "cluster_names",
     "display_text",
     "dom_id",
     "dot_names",
@@ -165,10 +167,11 @@ def _q(value: str) -> str:
 class _Lit:
     """An overlay indexed for drawing: set and dict lookups instead of tuple scans."""
 
-    __slots__ = ("counts", "keyed", "overlay", "visited")
+    __slots__ = ("active", "counts", "keyed", "overlay", "visited")
 
     def __init__(self, overlay: Overlay) -> None:
         self.overlay = overlay
+        self.active = frozenset(overlay.active)
         self.visited = frozenset(overlay.visited)
         self.counts = {(s, t): n for s, t, n in overlay.traversed}
         self.keyed = {(s, t, k): n for s, t, k, n in overlay.keyed}
@@ -198,7 +201,7 @@ def _node_state(node: Node, lit: _Lit | None) -> list[str]:
         states.append("rejected")
     if node.id == overlay.pending:
         states.append("pending")
-    if node.id == overlay.current or node.id in overlay.active:
+    if node.id == overlay.current or node.id in lit.active:
         states.append("current")
     if node.id in lit.visited:
         states.append("visited")
@@ -220,6 +223,19 @@ def _node_line(node: Node, name: str, lit: _Lit | None, prefix: str) -> str:
     classes = ["agentnb-node", *(f"kind-{k.replace('_', '-')}" for k in node.kinds)]
     classes += [f"is-{s}" for s in states]
     attrs = [("id", _q(node_dom_id(node.id, prefix))), ("class", _q(" ".join(classes)))]
+    if node.kind is NodeKind.ANCHOR:
+        attrs += [("shape", "point"), ("width", "0.01"), ("style", "invis"), ("label", '""')]
+        return f"  {name} [{_attrs(attrs)}];"
+    if node.kind is NodeKind.INITIAL:
+        attrs += [("shape", "circle"), ("width", "0.14"), ("fixedsize", "true")]
+        attrs += [("style", "filled"), ("fillcolor", _q(INK)), ("color", _q(INK)), ("label", '""')]
+        return f"  {name} [{_attrs(attrs)}];"
+    if node.kind is NodeKind.HISTORY:
+        fill, border, font = _LOOK[states[0] if states and states[0] != "visited" else "normal"]
+        attrs += [("shape", "circle"), ("width", "0.3"), ("fixedsize", "true")]
+        attrs += [("style", "filled"), ("fillcolor", _q(fill)), ("color", _q(border))]
+        attrs += [("fontcolor", _q(font)), ("label", f"<{_html(node.label)}>")]
+        return f"  {name} [{_attrs(attrs)}];"
     if node.kind in (NodeKind.START, NodeKind.END):
         fill = _LOOK[states[0]][0] if states and states[0] != "visited" else INK
         if node.kind is NodeKind.END and "completed" in states:
@@ -266,7 +282,13 @@ def _node_line(node: Node, name: str, lit: _Lit | None, prefix: str) -> str:
     return f"  {name} [{_attrs(attrs)}];"
 
 
-def _edge_line(edge: Edge, names: dict[str, str], lit: _Lit | None, prefix: str) -> str:
+def _edge_line(
+    edge: Edge,
+    names: dict[str, str],
+    lit: _Lit | None,
+    prefix: str,
+    clusters: dict[str, str] | None = None,
+) -> str:
     classes = ["agentnb-edge", f"kind-{edge.kind.value}"]
     if edge.implicit:
         classes.append("implicit")
@@ -284,6 +306,11 @@ def _edge_line(edge: Edge, names: dict[str, str], lit: _Lit | None, prefix: str)
     text = _edge_text(edge, taken)
     if text is not None:
         attrs.append(("label", f"<{_html(text)}>"))
+    if clusters:
+        if edge.tail_cluster in clusters:
+            attrs.append(("ltail", clusters[edge.tail_cluster]))
+        if edge.head_cluster in clusters:
+            attrs.append(("lhead", clusters[edge.head_cluster]))
     return f"  {names[edge.source]} -> {names[edge.target]} [{_attrs(attrs)}];"
 
 
@@ -364,6 +391,8 @@ def to_dot(diagram: Diagram, *, id_prefix: str = "") -> str:
     ]
     if diagram.title:
         graph += [("labelloc", "t"), ("labeljust", "l"), ("label", f"<{_html(diagram.title)}>")]
+    if diagram.clusters:
+        graph.append(("compound", "true"))
     lines = [
         "digraph agentnb {",
         f"  graph [{_attrs(graph)}];",
@@ -373,8 +402,20 @@ def to_dot(diagram: Diagram, *, id_prefix: str = "") -> str:
         "arrowsize=0.7, penwidth=1.2];",
     ]
     lit = _Lit(overlay) if overlay is not None else None
-    lines += [_node_line(node, names[node.id], lit, id_prefix) for node in diagram.nodes]
-    lines += [_edge_line(edge, names, lit, id_prefix) for edge in diagram.edges]
+    if diagram.clusters:
+        active = lit.active if lit is not None else frozenset()
+        lines += cluster_lines(
+            diagram,
+            lambda n: _node_line(n, names[n.id], lit, id_prefix),
+            active,
+            id_prefix,
+            html=_html,
+            dom_id=dom_id,
+        )
+    else:
+        lines += [_node_line(node, names[node.id], lit, id_prefix) for node in diagram.nodes]
+    subgraphs = cluster_names(diagram)
+    lines += [_edge_line(edge, names, lit, id_prefix, subgraphs) for edge in diagram.edges]
     legend = _legend_line(diagram, lit, id_prefix) if diagram.legend else None
     if legend is not None:
         lines.append(legend)

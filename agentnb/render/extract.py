@@ -359,6 +359,13 @@ def diagram_for(
         return diagram_from_machine(obj, direction=direction, title=title, legend=legend)
     if isinstance(obj, MachineInstance):
         return diagram_from_instance(obj, direction=direction, title=title, legend=legend)
+    from agentnb.fsm import ChartInstance, Statechart
+    from agentnb.render.extract_chart import diagram_from_chart, diagram_from_chart_instance
+
+    if isinstance(obj, Statechart):
+        return diagram_from_chart(obj, direction=direction, title=title, legend=legend)
+    if isinstance(obj, ChartInstance):
+        return diagram_from_chart_instance(obj, direction=direction, title=title, legend=legend)
     raise TypeError(
         f"cannot draw a {type(obj).__name__}: pass a StateGraph, a Workflow, a run, "
         "a StateMachine or a machine instance"

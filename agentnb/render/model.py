@@ -30,6 +30,7 @@ from agentnb.errors import DefinitionError
 __all__ = [
     "END_ID",
     "START_ID",
+    "Cluster",
     "Diagram",
     "Direction",
     "Edge",
@@ -60,6 +61,12 @@ class NodeKind(StrEnum):
     """A state machine's final state: a real state that nothing leaves."""
     MISSING = "missing"
     """Referenced by an edge or the entry point but not defined (a graph still being built)."""
+    HISTORY = "history"
+    """A statechart's history pseudo-state (``H``, or ``H*`` when deep)."""
+    INITIAL = "initial"
+    """The initial pseudo-state inside a compound state: where its initial arrow starts."""
+    ANCHOR = "anchor"
+    """An invisible point inside a parallel state's box, where its edges attach."""
 
 
 class EdgeKind(StrEnum):
@@ -90,6 +97,8 @@ class Node:
     pause_before: bool = False
     pause_after: bool = False
     description: str | None = None
+    cluster: str | None = None
+    """The compound state (a :class:`Cluster` id) drawn around this node, if any."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -131,6 +140,10 @@ class Edge:
     guard: str | None = None
     key: str = ""
     implicit: bool = False
+    tail_cluster: str | None = None
+    """The edge leaves this cluster (a compound state), not just its ``source`` anchor."""
+    head_cluster: str | None = None
+    """The edge enters this cluster (a compound state), not just its ``target`` anchor."""
 
     @property
     def text(self) -> str | None:
@@ -173,7 +186,8 @@ class Overlay:
     keyed: tuple[tuple[str, str, str, int], ...] = ()
     last_key: str | None = None
     active: tuple[str, ...] = ()
-    """Every node of the superstep in flight or next, when there are several (all lit)."""
+    """Every node lit at once: the states of a statechart's configuration (nodes and clusters),
+    or the tasks of a workflow's superstep when several run (or run next) together."""
     waiting: tuple[tuple[str, int, int], ...] = ()
     """``(join target, sources arrived, sources in all)`` for each join still waiting."""
 
@@ -188,6 +202,25 @@ class Overlay:
             if (s, t) == (source, target):
                 return n
         return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A compound or parallel state of a statechart, drawn as a box around its children.
+
+    Attributes:
+        id: the state's id (unique among clusters and nodes).
+        label: the text drawn at the top of the box.
+        parent: the enclosing cluster, or ``None`` at the top.
+        parallel: its children are regions, drawn with dashed borders.
+        region: it is a region of a parallel state.
+    """
+
+    id: str
+    label: str
+    parent: str | None = None
+    parallel: bool = False
+    region: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +248,8 @@ class Diagram:
     legend: bool = False
     overlay: Overlay | None = None
     machine: bool = False
+    clusters: tuple[Cluster, ...] = ()
+    """Compound states around nodes (statecharts), parents before children."""
     _index: dict[str, Node] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -246,6 +281,25 @@ class Diagram:
                     fix="Give parallel edges distinct keys.",
                 )
             seen.add(key)
+        known: set[str] = set()
+        for cluster in self.clusters:
+            if cluster.id in known or cluster.id in index:
+                raise DefinitionError(
+                    f"diagram cluster {cluster.id!r} appears twice", culprit=cluster.id
+                )
+            if cluster.parent is not None and cluster.parent not in known:
+                raise DefinitionError(
+                    f"diagram cluster {cluster.id!r} names an unknown parent {cluster.parent!r}",
+                    culprit=cluster.id,
+                    fix="List parent clusters before their children.",
+                )
+            known.add(cluster.id)
+        for node in self.nodes:
+            if node.cluster is not None and node.cluster not in known:
+                raise DefinitionError(
+                    f"diagram node {node.id!r} names an unknown cluster {node.cluster!r}",
+                    culprit=node.id,
+                )
         object.__setattr__(self, "_index", index)
 
     def node(self, node_id: str) -> Node | None:

@@ -5,9 +5,12 @@ effort explodes on big cyclic graphs (500 nodes and 1,000 random edges take minu
 :data:`BIG_GRAPH` nodes plus edges the effort is capped, and a layout that still exceeds its
 time limit is redone by the much cheaper ``sfdp``, then ``neato`` engine.
 
-The SVG is checked before it is returned and refused if it holds anything that could run
-(``<script>``, ``on*=`` handlers, ``javascript:`` links): we never give Graphviz a URL, so
-such a thing would mean a bug, and a notebook output must not turn it into code. Then each
+The SVG is checked before it is returned against one allow-list, :data:`SVG_ALLOW`:
+elements and attributes Graphviz draws with, links only within the drawing (``#id``), no
+``…script:`` value. Anything else (``<script>``, ``on*=`` handlers, ``style``, outside links)
+is refused: we never give Graphviz a URL, so such a thing would mean a bug, and a notebook
+output must not turn it into code. The live views' browser code scrubs SVG with the same
+list, sent to it by the widget (it removes what the list does not name). Then each
 ``<title>`` (the browser's hover text) gets the node's name instead of its DOT name.
 """
 
@@ -26,6 +29,7 @@ from agentnb.render.model import Diagram
 __all__ = [
     "BIG_GRAPH",
     "FORMATS",
+    "SVG_ALLOW",
     "RenderError",
     "check_svg",
     "find_dot",
@@ -55,12 +59,40 @@ _SVG_TAGS = frozenset(
         "circle", "rect", "line", "a", "defs", "lineargradient", "radialgradient", "stop",
     }
 )  # fmt: skip
+# Every attribute those elements carry in Graphviz's output (dot and viz.js): geometry,
+# paint, text, ids and classes. Names without namespace, lowercased. "href" (also
+# xlink:href) must point inside the drawing; no value may hold a "…script:" URL.
+_SVG_ATTRIBUTES = frozenset(
+    {
+        "id", "class", "width", "height", "viewbox", "preserveaspectratio", "version",
+        "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "ry", "fx", "fy", "d",
+        "points", "transform", "fill", "fill-opacity", "fill-rule", "stroke",
+        "stroke-width", "stroke-dasharray", "stroke-dashoffset", "stroke-opacity",
+        "stroke-linecap", "stroke-linejoin", "stroke-miterlimit", "opacity", "font-family",
+        "font-size", "font-weight", "font-style", "font-variant", "font-stretch",
+        "text-anchor", "text-decoration", "baseline-shift", "dominant-baseline", "offset",
+        "stop-color", "stop-opacity", "gradientunits", "gradienttransform", "href", "title",
+        "target", "space",
+    }
+)  # fmt: skip
+_LINK_ATTRIBUTES = frozenset({"href"})
+SVG_ALLOW: dict[str, list[str]] = {
+    "elements": sorted(_SVG_TAGS),
+    "attributes": sorted(_SVG_ATTRIBUTES),
+    "links": sorted(_LINK_ATTRIBUTES),
+}
+"""The one SVG allow-list: :func:`check_svg` refuses, and the live views' browser code
+(``widgets/static/live.js``, which receives this as the ``_svg_allow`` trait) removes,
+every element and attribute it does not name; a link attribute must start with ``#``."""
 _TITLE = re.compile(r"<title>([^<]*)</title>")
 _SCRIPTY = re.compile(r"(?:java|vb)script:", re.IGNORECASE)
 _SVG_TAG_BYTES = frozenset(tag.encode() for tag in _SVG_TAGS)
 _FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ\t\n\r\f\v", b"abcdefghijklmnopqrstuvwxyz     ")
 _START_TAG = re.compile(rb"<([a-z][\w:.-]*)")
 _ON_ATTR = re.compile(rb"on[^\s=>/]*\s*=")
+_ATTR_NAME = re.compile(rb"\s([a-z_][\w:.-]*)\s*=")
+_SVG_ATTR_BYTES = frozenset(name.encode() for name in _SVG_ATTRIBUTES)
+_DECLARATIONS = frozenset({b"xmlns", b"encoding", b"standalone"})  # not attributes that act
 
 
 def find_dot() -> str | None:
@@ -145,6 +177,11 @@ def _looks_inert(svg: bytes) -> bool:
     tags = {tag.rsplit(b":", 1)[-1] for tag in set(_START_TAG.findall(low))}
     if not tags <= _SVG_TAG_BYTES:
         return False
+    # Text that merely looks like name= (a label "amount=5") only costs the full check.
+    for name in set(_ATTR_NAME.findall(low)):
+        local = name.rsplit(b":", 1)[-1]
+        if local not in _SVG_ATTR_BYTES and name.split(b":", 1)[0] not in _DECLARATIONS:
+            return False
     at = low.find(b" on")
     while at != -1:
         if _ON_ATTR.match(low, at + 1):
@@ -154,7 +191,7 @@ def _looks_inert(svg: bytes) -> bool:
 
 
 def check_svg(svg: str | bytes) -> None:
-    """Refuse SVG that could run code: unknown elements, ``on*`` attributes, script links.
+    """Refuse SVG with anything :data:`SVG_ALLOW` does not name, or a link or script URL.
 
     Not a validator: SVG that passes the cheap scan is not parsed (a 500-node drawing
     would spend more time in the parser than ``dot`` spends laying out small graphs).
@@ -176,10 +213,9 @@ def check_svg(svg: str | bytes) -> None:
             name = attr.rsplit("}", 1)[-1].lower()
             flat = "".join(value.split())
             if (
-                name.startswith("on")
-                or name == "style"
+                name not in _SVG_ATTRIBUTES
                 or _SCRIPTY.search(flat)
-                or (name == "href" and not value.startswith("#"))
+                or (name in _LINK_ATTRIBUTES and not value.startswith("#"))
             ):
                 raise RenderError("Graphviz produced SVG with an active attribute", name)
 

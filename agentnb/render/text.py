@@ -53,6 +53,8 @@ def _instance_lines(overlay: Overlay) -> list[str]:
     status = overlay.status or "not started"
     where = f" — in {_name(overlay.current)}" if overlay.current else ""
     lines = [f"instance: {status}{where}"]
+    if overlay.active:  # a statechart's configuration
+        lines.append("  active: " + ", ".join(_name(n) for n in overlay.active))
     if overlay.visited:
         lines.append("  visited: " + ", ".join(_name(n) for n in overlay.visited))
     if overlay.traversed:
@@ -87,25 +89,39 @@ def _overlay_lines(overlay: Overlay) -> list[str]:
 
 def to_text(diagram: Diagram) -> str:
     """A readable listing of the diagram's nodes, edges and run overlay."""
-    nodes = [n for n in diagram.nodes if n.kind not in (NodeKind.START, NodeKind.END)]
+    hidden = (NodeKind.START, NodeKind.END, NodeKind.INITIAL, NodeKind.ANCHOR)
+    nodes = [n for n in diagram.nodes if n.kind not in hidden]
     title = _name(diagram.title or "diagram")
     if diagram.machine:
-        # The arrow from the start marker is the initial state, not a declared transition.
-        markers = {n.id for n in diagram.nodes if n.kind is NodeKind.START}
-        declared = [e for e in diagram.edges if e.source not in markers]
+        # The arrow from the start marker is the initial state, not a declared transition;
+        # a statechart's arrows from a compound state's initial dot are not either.
+        markers = {n.id for n in diagram.nodes if n.kind in (NodeKind.START, NodeKind.INITIAL)}
+        declared = [e for e in diagram.edges if e.source not in markers or e.label]
         head = f"{title}: {_plural(len(nodes), 'state')}, {_plural(len(declared), 'transition')}"
     else:
         head = f"{title}: {_plural(len(nodes), 'node')}, {_plural(len(diagram.edges), 'edge')}"
     lines = [head]
+    depth = {c.id: 0 for c in diagram.clusters}
+    for cluster in diagram.clusters:
+        depth[cluster.id] = 0 if cluster.parent is None else depth[cluster.parent] + 1
+    for cluster in diagram.clusters:  # compound states, then their children (statecharts)
+        kind = "parallel" if cluster.parallel else "compound"
+        lines.append("  " * (depth[cluster.id] + 1) + f"{_name(cluster.label)}/  ({kind})")
     for node in nodes:
         notes = _notes(node)
+        if node.cluster is not None:
+            notes.append(f"in {_name(node.cluster)}")
+        if node.kind is NodeKind.HISTORY:
+            notes.append("history")
         lines.append(f"  {_name(node.label)}" + (f"  ({'; '.join(notes)})" if notes else ""))
     if diagram.edges:
         lines.append("edges (-> always, ~> conditional):")
     for edge in diagram.edges:
         arrow = "~>" if edge.kind is EdgeKind.CONDITIONAL else "->"
         text = f"  [{_name(edge.text)}]" if edge.text else ""
-        lines.append(f"  {_name(edge.source)} {arrow} {_name(edge.target)}{text}")
+        source = edge.tail_cluster or edge.source
+        target = edge.head_cluster or edge.target
+        lines.append(f"  {_name(source)} {arrow} {_name(target)}{text}")
     if diagram.overlay is not None:
         lines += (_instance_lines if diagram.machine else _overlay_lines)(diagram.overlay)
     return "\n".join(lines)

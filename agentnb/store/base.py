@@ -34,12 +34,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from agentnb._json import dumps
 from agentnb.errors import ApprovalNotPending, InvalidDecision, StaleApproval
 from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
+
+if TYPE_CHECKING:
+    from agentnb.fsm.storage import MachineStore
 from agentnb.store.records import (
     DECISIONS,
     Checkpoint,
@@ -357,7 +360,7 @@ class Checkpointer(ABC):
 
     @property
     @abstractmethod
-    def machines(self) -> Any:
+    def machines(self) -> MachineStore:
         """The store of state-machine instances kept beside the runs.
 
         It implements :class:`~agentnb.fsm.instance.MachineStore`; pass the checkpointer

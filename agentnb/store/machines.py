@@ -10,18 +10,23 @@ across processes.
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from agentnb._json import dumps, loads
 from agentnb.errors import InstanceConflict, InstanceNotFound, StoreError
-from agentnb.fsm.records import InstanceSnapshot, TransitionRecord
-
-if TYPE_CHECKING:
-    from agentnb.store.sqlite import SqliteCheckpointer
+from agentnb.fsm.records import InstanceSnapshot, TimerChange, TimerRecord, TransitionRecord
 
 __all__ = ["SqliteMachineStore"]
+
+Write = Callable[[], AbstractContextManager[sqlite3.Connection]]
+"""Opens a ``BEGIN IMMEDIATE`` transaction on the checkpointer's connection."""
+Read = Callable[[str, Sequence[Any]], list[Any]]
+"""Runs one query on the checkpointer's connection and returns its rows."""
+_TIMER_COLUMNS = "instance_id, key, sendid, event, data, fire_at"
 
 _RECORD_COLUMNS = (
     "instance_id, seq, event, event_id, source, target, payload, delta, at, ignored, reason, "
@@ -46,21 +51,54 @@ def _record(row: Sequence[Any]) -> TransitionRecord:
     )
 
 
-class SqliteMachineStore:
-    """Machine instances kept in a :class:`~agentnb.store.sqlite.SqliteCheckpointer`."""
+def _timer(row: Sequence[Any]) -> TimerRecord:
+    return TimerRecord(row[0], row[1], row[3], loads(row[4]), row[5], row[2])
 
-    def __init__(self, checkpointer: SqliteCheckpointer) -> None:
-        self.checkpointer = checkpointer
+
+def _apply_timers(db: sqlite3.Connection, instance_id: str, timers: TimerChange | None) -> None:
+    if timers is None:
+        return
+    if timers.fired is not None:
+        db.execute(
+            "DELETE FROM machine_timers WHERE instance_id = ? AND key = ?",
+            (instance_id, timers.fired),
+        )
+    for sendid in timers.cancel:
+        db.execute(
+            "DELETE FROM machine_timers WHERE instance_id = ? AND sendid = ?",
+            (instance_id, sendid),
+        )
+    for t in timers.add:
+        db.execute(
+            f"INSERT INTO machine_timers ({_TIMER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (instance_id, t.key, t.sendid, t.event, dumps(t.data, root="timer"), t.fire_at),
+        )
+
+
+class SqliteMachineStore:
+    """Machine instances kept in a :class:`~agentnb.store.sqlite.SqliteCheckpointer`.
+
+    It gets the checkpointer's two doors to its connection — ``write`` (one ``BEGIN
+    IMMEDIATE`` transaction) and ``read`` (one query) — so it shares the connection, lock and
+    pragmas without reaching into the checkpointer's internals.
+    """
+
+    def __init__(self, path: str, write: Write, read: Read) -> None:
+        self.path = path
+        self._write = write
+        self._read = read
 
     def __repr__(self) -> str:
-        return f"<SqliteMachineStore in {self.checkpointer.path!r}>"
+        return f"<SqliteMachineStore in {self.path!r}>"
 
-    def create(self, snapshot: InstanceSnapshot) -> None:
+    def create(self, snapshot: InstanceSnapshot, timers: TimerChange | None = None) -> None:
         context = dumps(snapshot.context, root="context")
+        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
         now = time.time()
-        with self.checkpointer._write() as db:
+        with self._write() as db:
             inserted = db.execute(
-                "INSERT OR IGNORE INTO machine_instances VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO machine_instances (instance_id, machine, state, "
+                "context, seq, created_at, updated_at, chart) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     snapshot.instance_id,
                     snapshot.machine,
@@ -69,8 +107,11 @@ class SqliteMachineStore:
                     snapshot.seq,
                     now,
                     now,
+                    chart,
                 ),
             ).rowcount
+            if inserted:
+                _apply_timers(db, snapshot.instance_id, timers)
         if not inserted:
             raise StoreError(
                 f"instance {snapshot.instance_id!r} already exists in this store. Attach "
@@ -79,21 +120,35 @@ class SqliteMachineStore:
             )
 
     def load(self, instance_id: str) -> InstanceSnapshot | None:
-        rows = self.checkpointer._read(
-            "SELECT machine, state, context, seq FROM machine_instances WHERE instance_id = ?",
+        rows = self._read(
+            "SELECT machine, state, context, seq, chart FROM machine_instances "
+            "WHERE instance_id = ?",
             (instance_id,),
         )
         if not rows:
             return None
-        machine, state, context, seq = rows[0]
-        return InstanceSnapshot(instance_id, machine, state, loads(context), seq)
+        machine, state, context, seq, chart = rows[0]
+        return InstanceSnapshot(
+            instance_id,
+            machine,
+            state,
+            loads(context),
+            seq,
+            None if chart is None else loads(chart),
+        )
 
-    def commit(self, snapshot: InstanceSnapshot, record: TransitionRecord) -> TransitionRecord:
+    def commit(
+        self,
+        snapshot: InstanceSnapshot,
+        record: TransitionRecord,
+        timers: TimerChange | None = None,
+    ) -> TransitionRecord:
         iid = snapshot.instance_id
         payload = dumps(record.payload, root="payload")
         delta = dumps(record.delta, root="delta")
         context = dumps(snapshot.context, root="context")
-        with self.checkpointer._write() as db:
+        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        with self._write() as db:
             done = db.execute(
                 f"SELECT {_RECORD_COLUMNS} FROM machine_events "
                 "WHERE instance_id = ? AND event_id = ?",
@@ -102,9 +157,9 @@ class SqliteMachineStore:
             if done is not None:
                 return _record(done)
             moved = db.execute(
-                "UPDATE machine_instances SET state = ?, context = ?, seq = ?, updated_at = ? "
-                "WHERE instance_id = ? AND seq = ?",
-                (snapshot.state, context, snapshot.seq, record.at, iid, record.seq - 1),
+                "UPDATE machine_instances SET state = ?, context = ?, seq = ?, updated_at = ?, "
+                "chart = ? WHERE instance_id = ? AND seq = ?",
+                (snapshot.state, context, snapshot.seq, record.at, chart, iid, record.seq - 1),
             ).rowcount
             if not moved or snapshot.seq != record.seq:
                 row = db.execute(
@@ -131,17 +186,18 @@ class SqliteMachineStore:
                     record.transition,
                 ),
             )
+            _apply_timers(db, iid, timers)
         return record
 
     def find_event(self, instance_id: str, event_id: str) -> TransitionRecord | None:
-        rows = self.checkpointer._read(
+        rows = self._read(
             f"SELECT {_RECORD_COLUMNS} FROM machine_events WHERE instance_id = ? AND event_id = ?",
             (instance_id, event_id),
         )
         return _record(rows[0]) if rows else None
 
     def history(self, instance_id: str) -> list[TransitionRecord]:
-        rows = self.checkpointer._read(
+        rows = self._read(
             f"SELECT {_RECORD_COLUMNS} FROM machine_events WHERE instance_id = ? ORDER BY seq",
             (instance_id,),
         )
@@ -149,8 +205,20 @@ class SqliteMachineStore:
 
     def instances(self) -> list[InstanceSnapshot]:
         """Every instance in the store, newest first."""
-        rows = self.checkpointer._read(
-            "SELECT instance_id, machine, state, context, seq FROM machine_instances "
-            "ORDER BY created_at DESC"
+        rows = self._read(
+            "SELECT instance_id, machine, state, context, seq, chart FROM machine_instances "
+            "ORDER BY created_at DESC",
+            (),
         )
-        return [InstanceSnapshot(i, m, s, loads(c), q) for i, m, s, c, q in rows]
+        return [
+            InstanceSnapshot(i, m, s, loads(c), q, None if h is None else loads(h))
+            for i, m, s, c, q, h in rows
+        ]
+
+    def timers(self, instance_id: str) -> list[TimerRecord]:
+        rows = self._read(
+            f"SELECT {_TIMER_COLUMNS} FROM machine_timers WHERE instance_id = ? "
+            "ORDER BY fire_at, key",
+            (instance_id,),
+        )
+        return [_timer(r) for r in rows]

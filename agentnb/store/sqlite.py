@@ -156,7 +156,7 @@ class SqliteCheckpointer(Checkpointer):
         from agentnb.store.machines import SqliteMachineStore
 
         if self._machines is None:
-            self._machines = SqliteMachineStore(self)
+            self._machines = SqliteMachineStore(self.path, self._write, self._read)
         return self._machines
 
     # -- plumbing ------------------------------------------------------------------------

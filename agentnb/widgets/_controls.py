@@ -12,6 +12,7 @@ each change wakes the relay so the browser hears of it within one update window.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +62,7 @@ class Controls:
         self._running: str | None = None
         self._error = ""
         self._notice = ""
+        self._refused_at: int | None = None  # the log's last seq when a decision was refused
         self._local_approvals: set[int] = set()  # approvals committed by this process
         self._deciding = 0  # this view's decisions still in flight
         self._approved_here = False  # this view's Approve went through
@@ -77,14 +79,31 @@ class Controls:
         with self.lock:
             return self._busy, self._running, self._error, self._notice
 
-    def say(self, *, error: str | None = None, notice: str | None = None) -> None:
-        """Tell the person something (an error stays until their next action)."""
+    def say(
+        self, *, error: str | None = None, notice: str | None = None, refused_at: int | None = None
+    ) -> None:
+        """Tell the person something (an error stays until their next action).
+
+        ``refused_at``: the error is a refused decision, made when the run's log ended at
+        that seq; a decision committed after it (here or elsewhere) makes the error moot.
+        """
         with self.lock:
             if error is not None:
-                self._error = error
+                self._error, self._refused_at = error, refused_at
             if notice is not None:
                 self._notice = notice
         self.wake()
+
+    def decided_up_to(self, seq: int) -> None:
+        """Relay thread: the last decision in the log is event ``seq``.
+
+        A refusal made before that decision no longer describes the run (an empty
+        approver name, then an approval from the panel or the CLI): it goes. A refusal made
+        after it (a double click's second Approve) stays until the person's next action.
+        """
+        with self.lock:
+            if self._refused_at is not None and seq > self._refused_at:
+                self._error, self._refused_at = "", None
 
     def saw(self, event: Event) -> None:
         """Workflow listener, in whatever thread committed ``event``: keep it cheap."""
@@ -134,7 +153,7 @@ class Controls:
         with self.lock:
             self._busy = kind
             if kind != "continue":  # a person's new action; an automatic one keeps the news
-                self._error, self._notice = "", ""
+                self._error, self._notice, self._refused_at = "", "", None
         self.task = asyncio.get_running_loop().create_task(self._drive(kind))
 
     def stop(self) -> None:
@@ -191,9 +210,12 @@ class Controls:
         digest = digest if isinstance(digest, str) and digest else None
         held = content.get("task")  # one of several tasks a superstep holds, if so
         held = held if isinstance(held, str) and held else None
-        task = asyncio.get_running_loop().create_task(
-            self._decide(decision, by, comment, digest, held)
+        with self.lock:  # a person's new action: the last one's messages are answered
+            self._error, self._notice, self._refused_at = "", "", None
+        call = functools.partial(
+            self.run.decide, decision, by=by, comment=comment, expected_digest=digest, task=held
         )
+        task = asyncio.get_running_loop().create_task(self._decide(decision, by, call))
         self._decisions.add(task)
         task.add_done_callback(self._decisions.discard)
 
@@ -208,57 +230,40 @@ class Controls:
             return
         comment = comment if isinstance(comment, str) and comment else None
         held = held if isinstance(held, str) and held else None
-        task = asyncio.get_running_loop().create_task(
-            self._respond(content["value"], by, comment, held)
+        with self.lock:
+            self._error, self._notice, self._refused_at = "", "", None
+        call = functools.partial(
+            self.run.respond, content["value"], by=by, comment=comment, task=held
         )
+        task = asyncio.get_running_loop().create_task(self._decide("answered", by, call))
         self._decisions.add(task)
         task.add_done_callback(self._decisions.discard)
 
-    async def _respond(self, value: Any, by: str, comment: str | None, held: str | None) -> None:
-        with self.lock:
-            self._deciding += 1
+    def _attempt(self, call: Callable[[], Any]) -> tuple[DecisionError, int] | None:
+        """Worker thread: decide; a refusal comes back with the log's last seq at that time."""
         try:
-            await asyncio.to_thread(self.run.respond, value, by=by, comment=comment, task=held)
-        except AgentnbError as exc:
-            prefix = "Refused: " if isinstance(exc, DecisionError) else ""
-            self.say(error=f"{prefix}{exc}")
-        else:
-            with self.lock:
-                self._approved_here = True
-            self.say(notice=f"Answered by {by}.")
-        finally:
-            with self.lock:
-                self._deciding -= 1
-            self.wake()
+            call()
+        except DecisionError as exc:
+            return exc, self.run.workflow.checkpointer.get_run(self.run.run_id).seq
+        return None
 
-    async def _decide(
-        self,
-        decision: str,
-        by: str,
-        comment: str | None,
-        digest: str | None,
-        held: str | None = None,
-    ) -> None:
+    async def _decide(self, decision: str, by: str, call: Callable[[], Any]) -> None:
         with self.lock:
             self._deciding += 1
         try:
             # The store's write may wait on another process's transaction: not on this loop.
-            await asyncio.to_thread(
-                self.run.decide,
-                decision,
-                by=by,
-                comment=comment,
-                expected_digest=digest,
-                task=held,
-            )
-        except AgentnbError as exc:
-            # Kept until the next action: a double click's refusal must stay visible.
-            prefix = "Refused: " if isinstance(exc, DecisionError) else ""
-            self.say(error=f"{prefix}{exc}")
+            refusal = await asyncio.to_thread(self._attempt, call)
+        except AgentnbError as exc:  # not a refusal: the run or the store is gone
+            self.say(error=str(exc))
         else:
-            with self.lock:
-                self._approved_here = self._approved_here or decision == "approved"
-            self.say(notice=f"{decision.capitalize()} by {by}.")
+            if refusal is not None:
+                # Kept until the next action: a double click's refusal must stay visible.
+                self.say(error=f"Refused: {refusal[0]}", refused_at=refusal[1])
+            else:
+                with self.lock:  # an answer approves the pause it answers
+                    approved = decision in ("approved", "answered")
+                    self._approved_here = self._approved_here or approved
+                self.say(notice=f"{decision.capitalize()} by {by}.")
         finally:
             with self.lock:
                 self._deciding -= 1

@@ -21,10 +21,11 @@ from agentnb.render.model import Diagram, Edge
 from agentnb.render.svg import render_svg
 
 if TYPE_CHECKING:
-    from agentnb.fsm import StateMachine
+    from agentnb.fsm import Statechart, StateMachine
 
 __all__ = [
     "DRAWERS",
+    "chart_drawing_payload",
     "diagram_payload",
     "drawing_payload",
     "id_prefix",
@@ -74,6 +75,8 @@ def diagram_payload(
         out).
     """
     nodes = {node_dom_id(n.id, prefix): n.id for n in diagram.nodes}
+    # A statechart's compound states are clusters: lit by the same class toggles as nodes.
+    nodes.update({node_dom_id(c.id, prefix): c.id for c in diagram.clusters})
     edges = {edge_dom_id(e, prefix): [e.source, e.target, e.key] for e in diagram.edges}
     titles = {
         node_dom_id(n.id, prefix): display_text(
@@ -81,6 +84,7 @@ def diagram_payload(
         )
         for n in diagram.nodes
     }
+    titles.update({node_dom_id(c.id, prefix): display_text(c.id) for c in diagram.clusters})
     describe = _transition if edge_titles else _arrow
     titles.update({edge_dom_id(e, prefix): display_text(describe(e)) for e in diagram.edges})
     payload: dict[str, Any] = {"kind": "diagram", "nodes": nodes, "edges": edges, "titles": titles}
@@ -112,3 +116,12 @@ def machine_drawing_payload(machine: StateMachine, drawer: str, model_id: str) -
     """
     diagram = diagram_from_machine(machine)
     return diagram_payload(diagram, drawer, id_prefix(model_id, "mv"), edge_titles=True)
+
+
+def chart_drawing_payload(chart: Statechart, drawer: str, model_id: str) -> dict[str, Any]:
+    """The ``diagram`` message of a statechart: its states as nested clusters."""
+    from agentnb.render.extract_chart import diagram_from_chart
+
+    return diagram_payload(
+        diagram_from_chart(chart, legend=False), drawer, id_prefix(model_id, "mv"), edge_titles=True
+    )

@@ -18,16 +18,31 @@ module is sent as one text and cannot import its neighbours.
 
 from __future__ import annotations
 
+import asyncio
+import html
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anywidget
+import traitlets
 
+from agentnb.errors import AgentnbError
+from agentnb.render.svg import SVG_ALLOW
 from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
 from agentnb.widgets._relay import Relay
+from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
 
-__all__ = ["REPLAY_CHUNK", "STATIC", "LiveView", "check_options", "static_text"]
+__all__ = [
+    "REPLAY_CHUNK",
+    "STATIC",
+    "STYLESHEET",
+    "LiveView",
+    "call_on",
+    "check_options",
+    "static_text",
+]
 
 STATIC = Path(__file__).parent / "static"
 REPLAY_CHUNK = 2000
@@ -37,6 +52,30 @@ REPLAY_CHUNK = 2000
 def static_text(*names: str) -> str:
     """The files ``static/<name>`` joined into one text (an ES module or a stylesheet)."""
     return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
+
+
+STYLESHEET = static_text("live.css", "run_view.css", "machine_view.css")
+"""Every panel's ``_css``: one text, so a MachineView's copy cannot restyle a RunView's nodes
+(anywidget adds one ``<style>`` per widget class; identical texts keep the rules' order)."""
+
+
+def call_on(loop: asyncio.AbstractEventLoop | None, handle: Callable[[], None]) -> None:
+    """Run ``handle`` on ``loop`` — the kernel's, where the panel was made — now if already on it.
+
+    JupyterLab 4.6 sends widget messages over a kernel subshell, and ipykernel 7 then calls
+    a panel's message handler on that subshell's thread, inside that thread's own event
+    loop. A Step, Run or event started there would run the person's nodes and actions on
+    that thread, beside the cells running on the main one, and drives started from two
+    loops could race each other. So what a button starts hops to the panel's loop.
+    """
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if loop is None or loop is here or loop.is_closed():
+        handle()
+    else:
+        loop.call_soon_threadsafe(handle)
 
 
 def check_options(drawer: str, max_rate: float) -> None:
@@ -61,9 +100,12 @@ class LiveView(anywidget.AnyWidget):
     """
 
     _relay: Relay
+    _svg_allow = traitlets.Dict(SVG_ALLOW).tag(sync=True)
+    """The SVG allow-list the browser scrubs drawings with (the one Python checks with)."""
 
     def _start_relay(self, *, max_rate: float, poll_interval: float, name: str) -> None:
         self._views: set[str] = set()  # browser views open (kernel thread)
+        self._snapshots: list[str] = []  # display ids of the static snapshots shown
         self.messages_sent = 0
         """Custom messages sent to the browser (for tests and benchmarks)."""
         self._relay = Relay(
@@ -85,7 +127,7 @@ class LiveView(anywidget.AnyWidget):
     def _relay_failed(self, exc: BaseException) -> None:
         raise NotImplementedError
 
-    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
+    def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
         raise NotImplementedError
 
     def _detach(self) -> None:
@@ -101,18 +143,48 @@ class LiveView(anywidget.AnyWidget):
         if bundle is not None:
             data, metadata = bundle
             show(data, metadata=metadata, raw=True)
-        # The sibling a reader without a kernel sees (agentnb.widgets._snapshot).
-        show(self._static_bundle(f"st{self.model_id[:8]}-"), raw=True)
+        # The sibling a reader without a kernel sees (agentnb.widgets._snapshot), under a
+        # display id so that close() can replace it with how things stood then.
+        display_id = f"agentnb-snapshot-{self.model_id}-{len(self._snapshots)}"
+        self._snapshots.append(display_id)
+        show(self._static_bundle(self._snapshot_prefix, NOTE), raw=True, display_id=display_id)
+
+    @property
+    def _snapshot_prefix(self) -> str:
+        return f"st{self.model_id[:8]}-"
 
     def close(self) -> None:
-        """Stop relaying and polling, forget listeners, close the widget."""
+        """Stop relaying and polling, forget listeners, close the widget.
+
+        The static snapshot shown beside the panel is replaced by one of how things stand
+        now, saying the panel was closed: without the live view (closed, or the notebook
+        reopened without a kernel) a reader never sees the status from display time.
+        """
         # Also called by Widget.__del__, possibly on a view whose __init__ failed half-way:
         # _detach() then finds nothing to forget.
         self._detach()
         relay = getattr(self, "_relay", None)
         if relay is not None:
             relay.stop()
+        shown = getattr(self, "_snapshots", None)
+        if shown and self.comm is not None:  # closing twice leaves the first one
+            self._snapshots = []
+            self._leave_snapshot(shown)
         super().close()
+
+    def _leave_snapshot(self, display_ids: list[str]) -> None:
+        if sys.is_finalizing():  # Widget.__del__ at exit: no kernel left to tell
+            return
+        from IPython.display import update_display
+
+        replace: Callable[..., None] = update_display  # untyped in IPython
+        try:
+            bundle = self._static_bundle(self._snapshot_prefix, CLOSED_NOTE)
+        except AgentnbError as exc:  # the store was closed first: say so, show no status
+            text = f"(The live panel was closed; its last state could not be read: {exc})"
+            bundle = {"text/plain": text, "text/html": f"<pre>{html.escape(text)}</pre>"}
+        for display_id in display_ids:
+            replace(bundle, raw=True, display_id=display_id)
 
     @property
     def refreshes(self) -> int:

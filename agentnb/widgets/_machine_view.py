@@ -32,11 +32,25 @@ from typing import Any
 
 import traitlets
 
-from agentnb.errors import InstanceNotFound
-from agentnb.fsm import MachineInstance, MachineReloader, StateMachine, TransitionRecord
+from agentnb.errors import DefinitionError, InstanceNotFound
+from agentnb.fsm import (
+    ChartInstance,
+    MachineInstance,
+    MachineReloader,
+    Statechart,
+    StateMachine,
+    TransitionRecord,
+)
 from agentnb.render.extract import overlay_from_history
-from agentnb.widgets._drawing import machine_drawing_payload
-from agentnb.widgets._live import LiveView, check_options, static_text
+from agentnb.widgets._chart_panel import (
+    chart_buttons,
+    chart_overlay_payload,
+    microstep_payloads,
+    timer_rows,
+)
+from agentnb.widgets._controls import running_loop
+from agentnb.widgets._drawing import chart_drawing_payload, machine_drawing_payload
+from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
 from agentnb.widgets._machine_controls import MachineControls
 from agentnb.widgets._machine_panel import (
     event_buttons,
@@ -80,7 +94,7 @@ class MachineView(LiveView):
     """
 
     _esm = static_text("live.js", "machine_view.js")
-    _css = static_text("live.css", "machine_view.css")
+    _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     instance_id = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
@@ -99,10 +113,14 @@ class MachineView(LiveView):
     notice = traitlets.Unicode("").tag(sync=True)
     reload = traitlets.Dict().tag(sync=True)
     """The latest reload attempt of ``reloader`` (``{}`` without one)."""
+    microsteps = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """A statechart's microsteps for the last event sent in this process (microstep mode)."""
+    timers = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """A statechart's pending timers, with the seconds left when they were read."""
 
     def __init__(
         self,
-        instance: MachineInstance,
+        instance: MachineInstance | ChartInstance,
         *,
         reloader: MachineReloader | None = None,
         title: str | None = None,
@@ -111,7 +129,14 @@ class MachineView(LiveView):
         poll_interval: float = 0.5,
     ) -> None:
         check_options(drawer, max_rate)
+        if reloader is not None and isinstance(instance, ChartInstance):
+            raise DefinitionError(
+                "a MachineReloader follows flat StateMachine files, not statecharts",
+                culprit=instance.id,
+                fix="Open the view without reloader=, and load the chart again to change it",
+            )
         if reloader is not None:
+            assert isinstance(instance, MachineInstance)
             reloader.track(instance)
         super().__init__(
             instance_id=instance.id,
@@ -122,7 +147,7 @@ class MachineView(LiveView):
         self.drawer = drawer
         self._store = instance.store
         # Read and written by the relay thread only (and by __init__ before it starts).
-        self._machine: StateMachine | None = None
+        self._machine: StateMachine | Statechart | None = None
         self._records: list[TransitionRecord] = []
         self._seq = -1
         self._reloads_seen = 0
@@ -134,7 +159,8 @@ class MachineView(LiveView):
         self._start_relay(
             max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-mview-{instance.id[:8]}"
         )
-        self._controls = MachineControls(instance, self._relay.wake)
+        self._controls = MachineControls(instance, self._relay.wake)  # type: ignore[arg-type]
+        self._loop = running_loop()  # the kernel's: where events from the buttons are sent
         self._refresh()  # the first state is there before anything is displayed
         self.on_msg(self._on_msg)
         self._live = True
@@ -145,8 +171,8 @@ class MachineView(LiveView):
 
     # -- display -------------------------------------------------------------------------
 
-    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
-        return machine_snapshot_bundle(self.instance, id_prefix=id_prefix)
+    def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
+        return machine_snapshot_bundle(self.instance, id_prefix=id_prefix, note=note)
 
     def _detach(self) -> None:
         controls = getattr(self, "_controls", None)
@@ -171,12 +197,12 @@ class MachineView(LiveView):
 
     # -- the relay thread: read what changed, send it --------------------------------------
 
-    def _saw(self, instance: MachineInstance, record: TransitionRecord) -> None:
+    def _saw(self, instance: MachineInstance | ChartInstance, record: TransitionRecord) -> None:
         """Machine listener, in whatever thread committed ``record``: keep it cheap."""
         if instance.id == self.instance_id:
             self._relay.wake()
 
-    def _follow(self, machine: StateMachine) -> None:
+    def _follow(self, machine: StateMachine | Statechart) -> None:
         """Listen to ``machine``, the instance's definition from now on."""
         with self._listening:
             self._forget()
@@ -197,8 +223,11 @@ class MachineView(LiveView):
         moved = snap.seq != self._seq
         new: list[TransitionRecord] = []
         if moved:
-            # Only when the row says something happened: the history is the long read.
-            self._records = self._store.history(self.instance_id)
+            # Only when the row says something happened: the history is the long read. Only
+            # the records the row accounts for: one committed since waits for the next
+            # refresh (its commit woke the relay), so the log never runs ahead of the state.
+            history = self._store.history(self.instance_id)
+            self._records = [r for r in history if r.seq <= snap.seq]
             new = [r for r in self._records if r.seq > self._seq]
             self._seq = snap.seq
             if self._live and new and new[-1].ignored:
@@ -209,8 +238,11 @@ class MachineView(LiveView):
             self.machine_name = machine.name
             self.state = snap.state
             self.seq = snap.seq
-            self.final = snap.state in machine.final
-            if moved or redraw:
+            if isinstance(self.instance, ChartInstance):
+                self._refresh_chart(moved or redraw)
+            elif moved or redraw:
+                assert isinstance(machine, StateMachine)
+                self.final = snap.state in machine.final
                 overlay = overlay_from_history(self._records, machine, current=snap.state)
                 self.overlay = machine_overlay_payload(overlay)
                 self.buttons = event_buttons(machine, snap.state, snap.context)
@@ -227,6 +259,20 @@ class MachineView(LiveView):
         if new and self._live:
             self._post({"kind": "records", "records": [record_row(r) for r in new]})
 
+    def _refresh_chart(self, moved: bool) -> None:
+        """The statechart parts: configuration lit, buttons, microsteps, timers."""
+        instance = self.instance
+        assert isinstance(instance, ChartInstance)
+        self.final = instance.is_final
+        self.timers = timer_rows(instance)
+        if moved:
+            self.overlay = chart_overlay_payload(instance)
+            self.buttons = chart_buttons(instance)
+            self.context = instance.context
+            last = next((r for r in reversed(self._records) if not r.ignored), None)
+            self.changed = list(last.delta) if last is not None else []
+            self.microsteps = microstep_payloads(instance.machine, instance.microsteps)
+
     def _reload_news(self) -> dict[str, Any] | None:
         if self.reloader is None:
             return None
@@ -239,7 +285,10 @@ class MachineView(LiveView):
     def _diagram(self) -> dict[str, Any]:
         if self._drawing is None:
             assert self._machine is not None  # set by the first refresh
-            drawing = machine_drawing_payload(self._machine, self.drawer, self.model_id)
+            if isinstance(self._machine, Statechart):
+                drawing = chart_drawing_payload(self._machine, self.drawer, self.model_id)
+            else:
+                drawing = machine_drawing_payload(self._machine, self.drawer, self.model_id)
             self._drawing = {**drawing, "generation": self.generation}
         return self._drawing
 
@@ -257,10 +306,12 @@ class MachineView(LiveView):
         if self._page_msg(kind, str(content.get("view", ""))):
             return
         if kind == "send":
-            self._controls.send(content)
+            if self._loop is None:  # made outside any loop: the first message's will do
+                self._loop = running_loop()
+            call_on(self._loop, lambda: self._controls.send(content))
 
 
-def view_machine(instance: MachineInstance, **options: Any) -> MachineView:
+def view_machine(instance: MachineInstance | ChartInstance, **options: Any) -> MachineView:
     """A live :class:`MachineView` of ``instance``; ``options`` as for :class:`MachineView`.
 
     Example:

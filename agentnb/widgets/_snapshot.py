@@ -26,9 +26,11 @@ from agentnb.store.records import Event, RunRecord
 from agentnb.widgets._events import short, summarize
 
 if TYPE_CHECKING:
-    from agentnb.fsm import MachineInstance, TransitionRecord
+    from agentnb.fsm import ChartInstance, MachineInstance, TransitionRecord
 
 __all__ = [
+    "CLOSED_NOTE",
+    "NOTE",
     "SNAPSHOT_CLASS",
     "machine_snapshot_bundle",
     "machine_snapshot_text",
@@ -41,9 +43,13 @@ SNAPSHOT_CLASS = "agentnb-static"
 """Class of the snapshot's HTML root; the live view's CSS hides it beside a live view."""
 LAST_EVENTS = 12
 NOTE = "(A snapshot taken when the view was displayed; run the notebook for the live view.)"
+CLOSED_NOTE = "(The live panel was closed; this is how things stood then.)"
+"""Ends the snapshot a panel leaves in place of itself when closed (``LiveView.close``)."""
 
 
-def snapshot_text(record: RunRecord, events: Sequence[Event], diagram_text: str) -> str:
+def snapshot_text(
+    record: RunRecord, events: Sequence[Event], diagram_text: str, note: str = NOTE
+) -> str:
     """The run as plain text: the diagram listing, the decision, the last events."""
     lines = [diagram_text]
     if record.decided_by:
@@ -54,19 +60,19 @@ def snapshot_text(record: RunRecord, events: Sequence[Event], diagram_text: str)
             node = f" {event.node}" if event.node else ""
             what = f"#{event.seq} step {event.step} {event.type}{node}"
             lines.append(f"  {what} — {summarize(event)}")
-    lines.append(NOTE)
+    lines.append(note)
     return "\n".join(lines)
 
 
 def machine_snapshot_text(
-    records: Sequence[TransitionRecord], context: object, diagram_text: str
+    records: Sequence[TransitionRecord], context: object, diagram_text: str, note: str = NOTE
 ) -> str:
     """A machine instance as plain text: the diagram listing, its context, its last events."""
     lines = [diagram_text, f"context: {short(context, 400)}"]
     if records:
         lines.append(f"last events (of {len(records)}):")
         lines += [f"  {record}" for record in records[-LAST_EVENTS:]]
-    lines.append(NOTE)
+    lines.append(note)
     return "\n".join(lines)
 
 
@@ -93,19 +99,27 @@ def static_bundle(diagram: Diagram, text: str, *, id_prefix: str = "") -> dict[s
     }
 
 
-def snapshot_bundle(run: Run, *, id_prefix: str = "") -> dict[str, str]:
+def snapshot_bundle(run: Run, *, id_prefix: str = "", note: str = NOTE) -> dict[str, str]:
     """``text/plain`` and ``text/html`` describing ``run`` as it stands now."""
     record = run.record
     events = run.events
     overlay = overlay_from_events(events, run.workflow)
     title = f"{run.workflow.name} · run {run.run_id} · {record.status}"
     diagram = diagram_from_graph(run.workflow, title=title, overlay=overlay)
-    text = snapshot_text(record, events, to_text(diagram))
+    text = snapshot_text(record, events, to_text(diagram), note)
     return static_bundle(diagram, text, id_prefix=id_prefix)
 
 
-def machine_snapshot_bundle(instance: MachineInstance, *, id_prefix: str = "") -> dict[str, str]:
+def machine_snapshot_bundle(
+    instance: MachineInstance | ChartInstance, *, id_prefix: str = "", note: str = NOTE
+) -> dict[str, str]:
     """``text/plain`` and ``text/html`` describing a machine instance as it stands now."""
-    diagram = diagram_from_instance(instance)
-    text = machine_snapshot_text(instance.history, instance.context, to_text(diagram))
+    from agentnb.fsm import ChartInstance as Chart  # the fsm package loads with the widget
+    from agentnb.render.extract_chart import diagram_from_chart_instance
+
+    if isinstance(instance, Chart):
+        diagram = diagram_from_chart_instance(instance)
+    else:
+        diagram = diagram_from_instance(instance)
+    text = machine_snapshot_text(instance.history, instance.context, to_text(diagram), note)
     return static_bundle(diagram, text, id_prefix=id_prefix)

@@ -39,12 +39,13 @@ from agentnb.widgets._events import (
     pending_payload,
     run_error_text,
 )
-from agentnb.widgets._live import LiveView, check_options, static_text
+from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
 from agentnb.widgets._snapshot import snapshot_bundle
 
 __all__ = ["RunView", "view"]
 
-_PAUSE_EVENTS = frozenset({"approved", "rejected", "interrupted"})  # they change `decided`
+_DECISION_EVENTS = frozenset({"approved", "rejected"})
+_PAUSE_EVENTS = _DECISION_EVENTS | {"interrupted"}  # they change `decided`
 
 
 def _default_approver() -> str:
@@ -79,7 +80,7 @@ class RunView(LiveView):
     """
 
     _esm = static_text("live.js", "run_view.js")
-    _css = static_text("live.css", "run_view.css")
+    _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     run_id = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
@@ -126,6 +127,7 @@ class RunView(LiveView):
         # Read and written by the relay thread only (and by __init__ before it starts).
         self._events: list[Event] = []
         self._seq = 0
+        self._decided_seq = 0  # the last approved/rejected event in the log
         self._step = -1
         self._overlay_running: str | None = None
         self._drawing: dict[str, Any] | None = None
@@ -149,8 +151,8 @@ class RunView(LiveView):
 
     # -- display -------------------------------------------------------------------------
 
-    def _static_bundle(self, id_prefix: str) -> dict[str, str]:
-        return snapshot_bundle(self.run, id_prefix=id_prefix)
+    def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
+        return snapshot_bundle(self.run, id_prefix=id_prefix, note=note)
 
     def _detach(self) -> None:
         unsubscribe = getattr(self, "_unsubscribe", None)  # None if __init__ failed early
@@ -165,13 +167,22 @@ class RunView(LiveView):
 
     def _refresh(self) -> None:
         record = self._store.get_run(self.run_id)
-        new = self._store.events(self.run_id, after=self._seq)
+        # The row first, then only the events it accounts for. One committed between the two
+        # reads (a Step's, here or in another process) waits for the next refresh — its
+        # commit woke the relay — so the page never shows a log ahead of the status, the
+        # approval form and the state that go with it (and Step enabled on a paused run).
+        new = [e for e in self._store.events(self.run_id, after=self._seq) if e.seq <= record.seq]
         if new:
             self._events.extend(new)
             self._seq = new[-1].seq
+            decided = [e.seq for e in new if e.type in _DECISION_EVENTS]
+            self._decided_seq = decided[-1] if decided else self._decided_seq
+        # Every time, not only when a decision arrives: a refusal may be reported just after.
+        self._controls.decided_up_to(self._decided_seq)
         busy, running, error, notice = self._controls.news()
         # The state changes only when a step commits: read it then, not on every batch.
-        state = self._store.checkpoint(self.run_id).state if record.step != self._step else None
+        changed_step = record.step != self._step
+        state = self._store.checkpoint(self.run_id, record.step).state if changed_step else None
         self._step = record.step
         # Replaying the whole log costs ~0.5 µs an event: only when something moved.
         moved = bool(new) or running != self._overlay_running
@@ -238,13 +249,13 @@ class RunView(LiveView):
         if self._page_msg(kind, view_id):
             return
         if kind in ("step", "run"):
-            controls.start(kind)
+            call_on(controls.loop, lambda: controls.start(kind))
         elif kind == "stop":
-            controls.stop()
+            call_on(controls.loop, controls.stop)
         elif kind == "decide":
-            controls.decide(content)
+            call_on(controls.loop, lambda: controls.decide(content))
         elif kind == "respond":
-            controls.respond(content)
+            call_on(controls.loop, lambda: controls.respond(content))
         elif kind == "history":
             step = content.get("step")
             if isinstance(step, int) and 0 <= step <= self.step:

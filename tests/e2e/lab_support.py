@@ -258,9 +258,16 @@ def open_notebook(page: Any, lab: Lab, name: str) -> None:
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator('li[data-command="runmenu:run-all"]').click()
 
+    # A fresh kernel numbers the cells it runs 1..n, so the last one shows [n]. Cells Lab has
+    # windowed out of a long notebook show an empty prompt: unknown, not "not run".
+    import nbformat
+
+    cells = nbformat.read(lab.root / name, as_version=4).cells
+    last = f"[{sum(cell.cell_type == 'code' for cell in cells)}]:"
+
     def all_ran() -> bool:
-        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
-        return bool(prompts) and all(p.strip() not in ("[*]:", "[ ]:", "") for p in prompts)
+        prompts = [p.strip() for p in page.locator(".jp-InputPrompt").all_inner_texts()]
+        return last in prompts and not {"[*]:", "[ ]:"} & set(prompts)
 
     wait_for(all_ran, 60, "every cell to run", page=page)
     status.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
@@ -18,7 +19,14 @@ from render_graphs import (
 from agentnb.errors import MissingDependency
 from agentnb.render import svg as svg_module
 from agentnb.render.extract import diagram_from_graph, overlay_from_events
-from agentnb.render.svg import RenderError, check_svg, render, render_svg, run_graphviz
+from agentnb.render.svg import (
+    SVG_ALLOW,
+    RenderError,
+    check_svg,
+    render,
+    render_svg,
+    run_graphviz,
+)
 
 HEAD = '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
 
@@ -81,6 +89,12 @@ def test_png_pdf_and_dot_formats() -> None:
         f'{HEAD}<g style="fill:url(#x)"/></svg>',
         f"{HEAD}<SCRIPT>alert(1)</SCRIPT></svg>",
         f'{HEAD}<g ONCLICK="x"/></svg>',
+        f'{HEAD}<animate attributeName="href" to="javascript:alert(1)"/></svg>',
+        f'{HEAD}<set attributeName="href" to="#x"/></svg>',
+        f'{HEAD}<use href="#n1"/></svg>',
+        f"{HEAD}<style>text {{ fill: red }}</style></svg>",
+        f'{HEAD}<g data-x="1"/></svg>',  # not on the allow-list: refused, not guessed at
+        f'{HEAD}<g filter="url(#f)"/></svg>',
     ],
 )
 def test_check_svg_refuses_anything_active(svg: str) -> None:
@@ -90,6 +104,21 @@ def test_check_svg_refuses_anything_active(svg: str) -> None:
 
 def test_check_svg_allows_user_text_that_looks_active() -> None:
     check_svg(f"{HEAD}<text>&lt;script&gt; onload=x javascript:alert(1)</text></svg>")
+    check_svg(f'{HEAD}<text x="1"> amount=5 data-x="1"</text></svg>')
+
+
+def test_the_allow_list_names_everything_graphviz_draws_with_and_links_stay_inside() -> None:
+    svg = render_svg(diagram_from_graph(refund_graph()))
+    root = ET.fromstring(svg)
+    used = {e.tag.rsplit("}", 1)[-1].lower() for e in root.iter()}
+    named = {a.rsplit("}", 1)[-1].lower() for e in root.iter() for a in e.attrib}
+    assert used <= set(SVG_ALLOW["elements"])
+    assert named <= set(SVG_ALLOW["attributes"])
+    assert SVG_ALLOW["links"] == ["href"]
+    assert not {"script", "foreignobject", "style", "animate", "set", "use", "image"} & set(
+        SVG_ALLOW["elements"]
+    )
+    assert not [a for a in SVG_ALLOW["attributes"] if a.startswith("on") or a == "style"]
 
 
 def _hide_dot(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,6 +77,7 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
         build_refund_workflow(store).start({})
     db = sqlite3.connect(path)
     db.execute("DROP TABLE effects")
+    db.execute("DROP TABLE machine_timers")
     db.execute("DROP TABLE machine_events")
     db.execute("DROP TABLE machine_instances")
     db.execute("DROP TABLE pending_writes")

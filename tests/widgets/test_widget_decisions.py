@@ -149,3 +149,52 @@ def test_an_approval_made_by_code_here_is_left_to_that_code(store: SqliteCheckpo
 
     fe = with_paused_refund(store, [], scenario)
     assert fe.view.run.status == "approved"
+
+
+def test_a_refusal_goes_once_the_next_decision_from_the_panel_succeeds(
+    store: SqliteCheckpointer,
+) -> None:
+    async def scenario(fe: Frontend) -> None:
+        digest = fe.view.pending["digest"]
+        fe.click("decide", decision="approved", by="", digest=digest)
+        await until(lambda: "approver's name" in fe.view.error, what="the refusal")
+        fe.click("decide", decision="approved", by="ada", digest=digest)
+        await until(lambda: fe.view.status == "completed" and not fe.view.busy)
+        await until(lambda: fe.view.notice == "Approved by ada.", what="the notice")
+
+    fe = with_paused_refund(store, [], scenario)
+    assert fe.view.error == ""
+    assert fe.view.decided["by"] == "ada"
+
+
+def test_a_refusal_goes_once_a_decision_made_elsewhere_ends_the_pause(
+    store: SqliteCheckpointer,
+) -> None:
+    async def scenario(fe: Frontend) -> None:
+        fe.click("decide", decision="approved", by=" ", digest=fe.view.pending["digest"])
+        await until(lambda: "approver's name" in fe.view.error, what="the refusal")
+        # Another kernel (its own store handle) approves: this view only reads the news.
+        with SqliteCheckpointer(store.path) as other:
+            await asyncio.to_thread(other.decide, fe.view.run_id, "approved", "cli-user")
+        await until(lambda: fe.view.decided.get("by") == "cli-user", what="the decision")
+        await until(lambda: fe.view.error == "", what="the moot refusal to go")
+
+    with_paused_refund(store, [], scenario)
+
+
+def test_a_refused_decision_that_came_after_one_that_went_through_stays_shown(
+    store: SqliteCheckpointer,
+) -> None:
+    async def scenario(fe: Frontend) -> None:
+        digest = fe.view.pending["digest"]
+        fe.click("decide", decision="approved", by="ada", digest=digest)
+        await until(lambda: fe.view.decided.get("by") == "ada", what="the decision")
+        fe.click("decide", decision="approved", by="tom", digest=digest)
+        await until(lambda: "not pending approval" in fe.view.error, what="the refusal")
+        await until(lambda: fe.view.status == "completed" and not fe.view.busy)
+        seen = fe.view.refreshes
+        fe.view._relay.wake()
+        await until(lambda: fe.view.refreshes > seen)
+
+    fe = with_paused_refund(store, [], scenario)
+    assert "not pending approval" in fe.view.error

@@ -319,3 +319,15 @@ def test_bad_options_are_refused_with_the_fix(
     run = build_refund_workflow(store, []).start({})
     with pytest.raises(ValueError, match=message):
         RunView(run, **options)
+
+
+def test_the_browser_scrubs_drawings_with_the_allow_list_python_checks_with(
+    store: SqliteCheckpointer,
+) -> None:
+    from agentnb.render.svg import SVG_ALLOW
+
+    v = RunView(build_refund_workflow(store, []).start({"requested": 1}))
+    try:
+        assert v.get_state()["_svg_allow"] == SVG_ALLOW  # synced: the view reads the trait
+    finally:
+        v.close()

@@ -7,8 +7,10 @@
 //
 // Rules kept here for every view:
 // - User data (names, states, contexts, comments) is only ever set with textContent or as
-//   attribute values, never parsed as HTML. The SVG from Python is parsed with DOMParser as
-//   SVG and scrubbed of scripts, event handlers and outside links before it is inserted.
+//   attribute values, never parsed as HTML. SVG (from Python, or laid out by viz.js) is
+//   parsed as data and scrubbed with the allow-list agentnb.render.svg.SVG_ALLOW — the one
+//   Python checks with — sent as the widget's `_svg_allow` trait: every element and
+//   attribute it does not name is removed before the drawing is inserted.
 // - A drawing is laid out once; progress toggles classes on its SVG elements.
 // - Graphviz-in-WebAssembly (viz.js, 1.2 MB) is fetched from the kernel once per page and
 //   cached on globalThis, whichever view asked first.
@@ -113,33 +115,41 @@ async function acceptViz(buffer) {
 
 // -- SVG, parsed as data and scrubbed -------------------------------------------------------
 
-function scrub(root) {
+const XMLNS = "http://www.w3.org/2000/xmlns/";
+const SCRIPTY = /(?:java|vb)script:/;
+
+// Remove from `root` (an <svg>) every element and attribute `allow` does not name; a link
+// attribute must point inside the drawing. Without a list, nothing but the root is kept.
+function scrub(root, allow) {
+  const elements = new Set((allow && allow.elements) || []);
+  const attributes = new Set((allow && allow.attributes) || []);
+  const links = new Set((allow && allow.links) || []);
+  if (root.localName.toLowerCase() !== "svg") throw new Error("the drawing is not an <svg>");
+  for (const el of [...root.querySelectorAll("*")]) {
+    if (!elements.has(el.localName.toLowerCase())) el.remove(); // with everything inside it
+  }
   for (const el of [root, ...root.querySelectorAll("*")]) {
-    const tag = el.localName.toLowerCase();
-    if (tag === "script" || tag === "foreignobject" || tag === "iframe" || tag === "style") {
-      el.remove();
-      continue;
-    }
     for (const attr of [...el.attributes]) {
-      const name = attr.name.toLowerCase();
-      const flat = attr.value.replace(/\s+/g, "").toLowerCase();
-      const link = name === "href" || name.endsWith(":href");
-      if (name.startsWith("on") || name === "style" || (link && !attr.value.startsWith("#")) ||
-          flat.includes("javascript:")) {
-        el.removeAttribute(attr.name);
-      }
+      if (attr.namespaceURI === XMLNS) continue; // a namespace declaration does nothing
+      const name = attr.localName.toLowerCase(); // xlink:href is "href"
+      // What a browser ignores in a URL (whitespace, controls) cannot hide "javascript:".
+      const flat = attr.value.replace(/[\s\u0000-\u001f]+/g, "").toLowerCase();
+      const ok = attributes.has(name) && !SCRIPTY.test(flat) &&
+        (!links.has(name) || attr.value.startsWith("#"));
+      if (!ok) el.removeAttributeNode(attr);
     }
   }
   return root;
 }
 
-function parseSvg(text) {
+function parseSvg(text, allow) {
   const doc = new DOMParser().parseFromString(text, "image/svg+xml");
   const root = doc.documentElement;
   if (!root || root.localName !== "svg" || doc.getElementsByTagName("parsererror").length) {
     throw new Error("the drawing is not valid SVG");
   }
-  return document.importNode(scrub(root), true);
+  // Scrubbed while still in the parser's inert document, before it meets this page.
+  return document.importNode(scrub(root, allow), true);
 }
 
 // -- the drawing: laid out once, lit by classes ---------------------------------------------
@@ -185,13 +195,14 @@ function createDrawing({ model, root, box, ns, onShown, onError }) {
 
   drawing.show = async (msg) => {
     try {
+      const allow = model.get("_svg_allow");
       if (msg.mode === "svg") {
-        place(parseSvg(msg.svg), msg);
+        place(parseSvg(msg.svg, allow), msg);
       } else {
         note.textContent = "laying out in the browser…";
         const viz = await requestViz(model);
         if (drawing.disposed) return;
-        place(scrub(viz.renderSVGElement(msg.dot)), msg);
+        place(scrub(viz.renderSVGElement(msg.dot), allow), msg);
         root.dataset.drawer = "viz";
       }
       root.dataset.drawn = "true";

@@ -40,7 +40,21 @@ function render({ model, el }) {
   const rowsBox = h("div", "mv-rows");
   historyBox.append(historyHead, rowsBox);
 
-  root.append(head, errorBox, noticeBox, reloadBox, main, historyBox);
+  // statecharts: microstep mode and timers (hidden for flat machines)
+  const stepsBox = h("section", "mv-steps");
+  const stepsHead = h("div", "mv-section-head", "Microsteps");
+  const stepPrev = button("◀ prev", "mv-btn mv-step-prev", "the previous microstep");
+  const stepNext = button("next ▶", "mv-btn mv-step-next", "the next microstep");
+  const stepLive = button("live", "mv-btn mv-step-live", "back to the current configuration");
+  const stepList = h("ol", "mv-step-list");
+  stepsBox.append(stepsHead, h("div", "mv-step-bar", null), stepList);
+  stepsBox.querySelector(".mv-step-bar").append(stepPrev, stepNext, stepLive);
+  const timersBox = h("section", "mv-timers");
+  const timersHead = h("div", "mv-section-head", "Timers");
+  const timerRows = h("div", "mv-timer-rows");
+  timersBox.append(timersHead, timerRows);
+
+  root.append(head, errorBox, noticeBox, reloadBox, main, stepsBox, timersBox, historyBox);
 
   // -- state kept by this view --
   const records = new Map(); // seq -> row
@@ -57,13 +71,17 @@ function render({ model, el }) {
   // -- drawing: the current state lit, the last transition marked (parallel ones apart) --
   const edgeKey = (s, t, k) => `${s}\u0000${t}\u0000${k || ""}`;
 
+  let step = -1; // the microstep shown, -1: the live configuration
+
   function applyOverlay() {
+    if (step >= 0) { applyStep(); return; }
     const ov = model.get("overlay") || {};
     const visited = new Set(ov.visited || []);
+    const active = new Set(ov.active || []); // a statechart's configuration, boxes included
     for (const [name, gs] of drawing.nodes) {
       for (const g of gs) {
         g.classList.toggle("is-visited", visited.has(name));
-        g.classList.toggle("is-current", ov.current === name);
+        g.classList.toggle("is-current", ov.current === name || active.has(name));
         g.classList.toggle("is-done", ov.current === name && ov.status === "completed");
       }
     }
@@ -78,6 +96,84 @@ function render({ model, el }) {
     }
     root.dataset.current = ov.current || "";
   }
+
+  // -- microstep mode: what the algorithm did for the last event, one microstep at a time --
+  function applyStep() {
+    const steps = model.get("microsteps") || [];
+    const s = steps[step];
+    if (!s) { step = -1; applyOverlay(); return; }
+    const active = new Set(s.active || []);
+    const exited = new Set(s.exited || []);
+    for (const [name, gs] of drawing.nodes) {
+      for (const g of gs) {
+        g.classList.toggle("is-current", active.has(name));
+        g.classList.toggle("is-visited", exited.has(name));
+        g.classList.toggle("is-done", false);
+      }
+    }
+    const taken = new Set((s.edges || []).map((e) => edgeKey(...e)));
+    for (const e of drawing.edges) {
+      const key = edgeKey(e.source, e.target, e.key);
+      e.g.classList.toggle("is-traversed", taken.has(key));
+      e.g.classList.toggle("is-last", taken.has(key));
+    }
+  }
+
+  function showStep(i) {
+    const steps = model.get("microsteps") || [];
+    step = i >= 0 && i < steps.length ? i : -1;
+    for (const [n, li] of [...stepList.children].entries()) li.classList.toggle("is-shown", n === step);
+    root.dataset.microstep = step >= 0 ? String(step + 1) : "";
+    stepPrev.disabled = step <= 0;
+    stepNext.disabled = step >= steps.length - 1;
+    stepLive.disabled = step < 0;
+    applyOverlay();
+  }
+
+  function updateSteps() {
+    const steps = model.get("microsteps") || [];
+    stepsBox.hidden = !steps.length;
+    stepsHead.textContent = `Microsteps (${steps.length}) of the last event`;
+    const items = steps.map((s, i) => {
+      const li = h("li", "mv-step");
+      li.append(h("div", "mv-step-title", s.title));
+      for (const [label, list] of [["taken", s.taken], ["preempted", s.preempted],
+        ["actions", s.actions], ["queued", s.queued]]) {
+        if (list && list.length) li.append(h("div", `mv-step-${label}`, `${label}: ${list.join(", ")}`));
+      }
+      li.addEventListener("click", () => showStep(i));
+      return li;
+    });
+    stepList.replaceChildren(...items);
+    root.dataset.microsteps = String(steps.length);
+    showStep(-1);
+  }
+  stepPrev.addEventListener("click", () => showStep(Math.max(0, step - 1)));
+  stepNext.addEventListener("click", () => showStep(step + 1));
+  stepLive.addEventListener("click", () => showStep(-1));
+
+  // -- timers pending, with a countdown from when the kernel read them --
+  let timersAt = Date.now();
+  function drawTimers() {
+    const timers = model.get("timers") || [];
+    timersBox.hidden = !timers.length;
+    const gone = (Date.now() - timersAt) / 1000;
+    timerRows.replaceChildren(...timers.map((t) => {
+      const left = t.in - gone;
+      const row = h("div", "mv-timer");
+      row.dataset.event = t.event;
+      row.classList.toggle("is-due", left <= 0);
+      row.append(
+        h("span", "mv-ev", t.event),
+        h("span", "mv-sendid", t.sendid ? `id ${t.sendid}` : ""),
+        h("span", "mv-left", left > 0 ? `in ${left.toFixed(1)} s` : "due: run_due() fires it"),
+      );
+      return row;
+    }));
+    root.dataset.timers = String(timers.length);
+  }
+  function updateTimers() { timersAt = Date.now(); drawTimers(); }
+  const ticker = setInterval(drawTimers, 1000);
 
   // -- one button per event; a disabled one says why --
   function send(event) {
@@ -189,15 +285,19 @@ function render({ model, el }) {
     "change:state change:seq change:final change:title change:machine_name change:generation": updateHeader,
     "change:error change:notice": updateError,
     "change:reload": updateReload,
+    "change:microsteps": updateSteps,
+    "change:timers": updateTimers,
     "msg:custom": onMsg,
   };
   for (const [name, fn] of Object.entries(handlers)) model.on(name, fn);
 
   updateHeader(); updateError(); updateReload(); updateButtons(); updateContext();
+  updateSteps(); updateTimers();
   model.send({ kind: "hello", view: id });
 
   return () => {
     drawing.disposed = true;
+    clearInterval(ticker);
     for (const [name, fn] of Object.entries(handlers)) model.off(name, fn);
     try { model.send({ kind: "bye", view: id }); } catch (_) { /* the kernel is gone */ }
   };
