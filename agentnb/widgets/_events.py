@@ -148,6 +148,7 @@ def overlay_payload(overlay: Overlay, running: str | None = None) -> dict[str, A
         "failed": overlay.failed,
         "rejected": overlay.rejected,
         "last": list(overlay.last) if overlay.last else None,
+        "active": list(overlay.active),
     }
 
 

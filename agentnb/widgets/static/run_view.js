@@ -96,10 +96,12 @@ function render({ model, el }) {
   function applyOverlay() {
     const ov = (history ? history.overlay : model.get("overlay")) || {};
     const visited = new Set(ov.visited || []);
+    const lit = new Set(ov.active || []);  // every task of a superstep, when several
     for (const [name, gs] of drawing.nodes) {
       for (const g of gs) {
         g.classList.toggle("is-visited", visited.has(name));
-        g.classList.toggle("is-current", ov.current === name && ov.status !== "completed");
+        g.classList.toggle(
+          "is-current", (ov.current === name || lit.has(name)) && ov.status !== "completed");
         g.classList.toggle("is-running", ov.running === name);
         g.classList.toggle("is-pending", ov.pending === name);
         g.classList.toggle("is-failed", ov.failed === name);
