@@ -59,10 +59,30 @@ def test_a_question_is_answered_once_from_the_panel(page: Any, lab: Lab) -> None
     assert "not JSON" in view.locator(".rv-error").inner_text()
     with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
         assert store.decisions("ask-run") == []
-    answer.fill("3")
+    answer.fill("[3]")  # a list: no form for it, the answer is JSON text
     view.get_by_role("button", name="Answer").click()
     wait_status(view, "completed")
     with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
         decisions = store.decisions("ask-run")
-        assert [(d.accepted, d.edit) for d in decisions] == [(True, {"answer": 3})]
-        assert store.checkpoint("ask-run").state == {"seats": 3}
+        assert [(d.accepted, d.edit) for d in decisions] == [(True, {"answer": [3]})]
+        assert store.checkpoint("ask-run").state == {"seats": [3]}
+
+
+def test_a_form_is_drawn_from_the_schema_and_checked_before_sending(page: Any, lab: Lab) -> None:
+    view = widget(page, "form path")
+    fields = view.locator(".rv-answer-field")
+    assert fields.count() == 4  # name, seats, plan, invoice
+    assert view.locator(".rv-answer").is_hidden()  # no JSON to type: a form
+    view.get_by_label("name", exact=True).fill("Ada")
+    view.get_by_role("button", name="Answer").click()  # seats left empty
+    assert "seats: a number is needed" in view.locator(".rv-error").inner_text()
+    with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
+        assert store.decisions("form-run") == []
+    view.get_by_label("seats", exact=True).fill("4")
+    fields.nth(2).locator("select").select_option(index=1)
+    fields.nth(3).locator("input").check()
+    view.get_by_role("button", name="Answer").click()
+    wait_status(view, "completed")
+    with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
+        order = store.checkpoint("form-run").state["order"]
+    assert order == {"name": "Ada", "seats": 4, "plan": "pro", "invoice": True}

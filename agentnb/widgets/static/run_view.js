@@ -54,8 +54,62 @@ function render({ model, el }) {
   const answerIn = h("textarea", "rv-answer");
   answerIn.setAttribute("aria-label", "answer (JSON)");
   const answerBtn = button("Answer", "rv-btn rv-respond", "Send this answer (once)");
-  answerBox.append(answerIn, answerBtn);
+  const fieldsBox = h("div", "rv-answer-fields");
+  answerBox.append(fieldsBox, answerIn, answerBtn);
   form.append(answerBox);
+  let readAnswer = () => JSON.parse(answerIn.value);  // replaced by a form for a schema
+
+  // A form from the question's schema: a field per scalar (string, number, integer,
+  // boolean, enum), or per property of an object of scalars; anything else is JSON text.
+  // read() returns the value or throws an Error saying what is wrong: nothing is sent then.
+  const scalar = (schema, label) => {
+    const row = h("label", "rv-answer-field");
+    row.append(h("span", null, label));
+    let input;
+    if (Array.isArray(schema.enum)) {
+      input = h("select");
+      schema.enum.forEach((v, i) => {
+        const o = h("option", null, JSON.stringify(v)); o.value = String(i); input.append(o);
+      });
+      row.append(input);
+      return { row, read: () => schema.enum[Number(input.value)] };
+    }
+    const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+    if (type === "boolean") {
+      input = h("input"); input.type = "checkbox"; row.append(input);
+      return { row, read: () => input.checked };
+    }
+    input = h("input");
+    if (type === "number" || type === "integer") input.type = "number";
+    input.setAttribute("aria-label", label);
+    row.append(input);
+    return { row, read: () => {
+      if (type !== "number" && type !== "integer") return input.value;
+      if (input.value.trim() === "") throw new Error(`${label}: a number is needed`);
+      const n = Number(input.value);
+      if (type === "integer" && !Number.isInteger(n)) throw new Error(`${label}: a whole number is needed`);
+      return n;
+    } };
+  };
+  const isScalar = (sc) => sc && (Array.isArray(sc.enum) ||
+    ["string", "number", "integer", "boolean"].includes(Array.isArray(sc.type) ? sc.type[0] : sc.type));
+  function buildAnswerForm(schema) {
+    fieldsBox.replaceChildren();
+    answerIn.hidden = false;
+    readAnswer = () => JSON.parse(answerIn.value);
+    if (isScalar(schema)) {
+      const f = scalar(schema, "answer");
+      fieldsBox.append(f.row);
+      answerIn.hidden = true;
+      readAnswer = f.read;
+    } else if (schema && schema.type === "object" && schema.properties &&
+               Object.values(schema.properties).every(isScalar)) {
+      const fields = Object.entries(schema.properties).map(([k, sc]) => [k, scalar(sc, k)]);
+      fields.forEach(([, f]) => fieldsBox.append(f.row));
+      answerIn.hidden = true;
+      readAnswer = () => Object.fromEntries(fields.map(([k, f]) => [k, f.read()]));
+    }
+  }
   const decidedLine = h("div", "rv-decided");
   const policyLine = h("div", "rv-policy");  // who this kernel is, and who may decide
   approval.append(approvalHead, approvalState, digestLine, policyLine, form, decidedLine);
@@ -247,6 +301,10 @@ function render({ model, el }) {
     approvalState.hidden = digestLine.hidden = form.hidden = policyLine.hidden = !isPending;
     const asking = isPending && pending.when === "input";
     answerBox.hidden = !asking;
+    if (asking && answerBox.dataset.for !== pending.digest) {
+      answerBox.dataset.for = pending.digest || "";
+      buildAnswerForm((pending.question || {}).schema || {});
+    }
     approveBtn.hidden = asking;
     // With an approver policy the kernel decides as its own identity: no typed name.
     const policy = isPending ? pending.policy : "";
@@ -330,9 +388,10 @@ function render({ model, el }) {
     const pending = model.get("pending") || {};
     let value;
     try {
-      value = JSON.parse(answerIn.value);
+      value = readAnswer();
     } catch (err) {
-      localError = `Refused: the answer is not JSON (${err.message}); nothing was sent.`;
+      const what = err instanceof SyntaxError ? `is not JSON (${err.message})` : `is incomplete (${err.message})`;
+      localError = `Refused: the answer ${what}; nothing was sent.`;
       updateError();
       return;
     }
