@@ -210,10 +210,20 @@ class Controls:
         digest = digest if isinstance(digest, str) and digest else None
         held = content.get("task")  # one of several tasks a superstep holds, if so
         held = held if isinstance(held, str) and held else None
+        update = content.get("update")  # approve with edits: the keys to change
+        if update is not None and not isinstance(update, dict):
+            self.say(error="Refused: the edits are not a JSON object of keys; nothing changed.")
+            return
         with self.lock:  # a person's new action: the last one's messages are answered
             self._error, self._notice, self._refused_at = "", "", None
         call = functools.partial(
-            self.run.decide, decision, by=by, comment=comment, expected_digest=digest, task=held
+            self.run.decide,
+            decision,
+            by=by,
+            comment=comment,
+            expected_digest=digest,
+            task=held,
+            update=update,
         )
         task = asyncio.get_running_loop().create_task(self._decide(decision, by, call))
         self._decisions.add(task)

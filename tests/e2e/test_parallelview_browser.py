@@ -86,3 +86,21 @@ def test_a_form_is_drawn_from_the_schema_and_checked_before_sending(page: Any, l
     with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
         order = store.checkpoint("form-run").state["order"]
     assert order == {"name": "Ada", "seats": 4, "plan": "pro", "invoice": True}
+
+
+def test_the_approver_edits_the_state_before_approving(page: Any, lab: Lab) -> None:
+    view = widget(page, "edit path")
+    edit = view.locator(".rv-edit")
+    edit.fill("{amount: 300}")  # not JSON: refused in the page
+    view.get_by_role("button", name="Approve").click()
+    assert "the edits are not JSON" in view.locator(".rv-error").inner_text()
+    with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
+        assert store.decisions("edit-run") == []
+    edit.fill('{"amount": 300}')
+    view.get_by_role("button", name="Approve").click()  # the panel then continues the run
+    wait_status(view, "completed")
+    with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
+        assert store.checkpoint("edit-run").state == {"amount": 300, "paid": 300}
+        [decision] = store.decisions("edit-run")
+    assert decision.edit is not None
+    assert decision.edit["update"] == {"amount": 300}

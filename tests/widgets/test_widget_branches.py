@@ -76,3 +76,31 @@ def test_a_question_is_shown_and_answered_once_from_the_panel(store: SqliteCheck
     fe = run_async(main)
     assert fe.view.run.state == {"seats": 3}
     assert [(d.accepted, d.edit) for d in fe.view.run.decisions()] == [(True, {"answer": 3})]
+
+
+def test_the_panel_approves_with_edits(store: SqliteCheckpointer) -> None:
+    g = StateGraph("refund")
+    g.add_node("plan", lambda s: {"amount": 900})
+    g.add_node("pay", lambda s: {"paid": s["amount"]})
+    g.set_entry_point("plan").add_edge("plan", "pay").add_interrupt_before("pay")
+    run = g.compile(store).start({})
+    run.run()
+
+    async def main() -> Frontend:
+        fe = Frontend(run)
+        try:
+            fe.hello()
+            digest = fe.view.pending["digest"]
+            fe.click("decide", decision="approved", by="ada", digest=digest, update=[1])
+            await until(lambda: "not a JSON object" in fe.view.error)
+            fe.click("decide", decision="approved", by="ada", digest=digest, update={"amount": 300})
+            await until(lambda: fe.view.status == "completed" and not fe.view.busy)
+        finally:
+            fe.close()
+        return fe
+
+    fe = run_async(main)
+    assert fe.view.run.state == {"amount": 300, "paid": 300}
+    [decision] = fe.view.run.decisions()
+    assert decision.edit is not None
+    assert decision.edit["update"] == {"amount": 300}

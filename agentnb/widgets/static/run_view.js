@@ -47,7 +47,12 @@ function render({ model, el }) {
   commentIn.placeholder = "comment (optional)"; commentIn.setAttribute("aria-label", "comment");
   const approveBtn = button("Approve", "rv-btn rv-approve", "Approve exactly the state shown");
   const rejectBtn = button("Reject", "rv-btn rv-reject", "Reject: the node never runs");
-  form.append(approverIn, commentIn, approveBtn, rejectBtn);
+  // Approve with edits: the keys to change, as a JSON object (checked here, then by the
+  // kernel as state: merged through the reducers before the node runs).
+  const editIn = h("textarea", "rv-edit");
+  editIn.placeholder = 'edit before approving (optional), e.g. {"amount": 500}';
+  editIn.setAttribute("aria-label", "edits (JSON object)");
+  form.append(approverIn, commentIn, editIn, approveBtn, rejectBtn);
   // A node's question (ctx.interrupt): the answer is typed as JSON, checked here before
   // anything is sent, and checked against the question's schema by the kernel.
   const answerBox = h("div", "rv-answer-box");
@@ -305,7 +310,7 @@ function render({ model, el }) {
       answerBox.dataset.for = pending.digest || "";
       buildAnswerForm((pending.question || {}).schema || {});
     }
-    approveBtn.hidden = asking;
+    approveBtn.hidden = editIn.hidden = asking;
     // With an approver policy the kernel decides as its own identity: no typed name.
     const policy = isPending ? pending.policy : "";
     policyLine.textContent = `identity: ${model.get("identity") || "?"}` +
@@ -377,11 +382,28 @@ function render({ model, el }) {
   stopBtn.addEventListener("click", () => model.send({ kind: "stop" }));
   const decide = (decision) => {
     const pending = model.get("pending") || {};
+    let update = null;
+    if (decision === "approved" && editIn.value.trim() !== "") {
+      try {
+        update = JSON.parse(editIn.value);
+      } catch (err) {
+        update = err;
+      }
+      if (update instanceof Error || update === null || typeof update !== "object" || Array.isArray(update)) {
+        const why = update instanceof Error ? `not JSON (${update.message})` : "not a JSON object of keys";
+        localError = `Refused: the edits are ${why}; nothing was sent.`;
+        updateError();
+        return;
+      }
+    }
+    localError = "";
     // The digest of the state this view shows: the store refuses it if the run moved on.
-    model.send({
+    const message = {
       kind: "decide", decision, by: approverIn.value, comment: commentIn.value,
       digest: pending.digest || "", task: pending.task || "",
-    });
+    };
+    if (update !== null) message.update = update;
+    model.send(message);
   };
   approveBtn.addEventListener("click", () => decide("approved"));
   answerBtn.addEventListener("click", () => {
