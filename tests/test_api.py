@@ -129,6 +129,7 @@ LEVELS = {
     "agentnb._json": 1,
     "agentnb._display": 1,
     "agentnb.identity": 1,  # who the process vouches for: stdlib + errors only
+    "agentnb._listeners": 1,
     "agentnb.store": 2,
     "agentnb.graph.state": 2,
     "agentnb.graph": 3,
@@ -140,6 +141,7 @@ LEVELS = {
     "agentnb.resilience": 3,
     "agentnb.render": 4,
     "agentnb.teach": 4,  # grades what the store recorded; the CLI's `check` sits above it
+    "agentnb.testing": 4,  # helpers for users' tests: above graph, fsm and resilience
     "agentnb.widgets": 5,
     "agentnb.cli": 5,
     "agentnb.__main__": 5,  # ``python -m agentnb``: the cli's entry point and nothing else
