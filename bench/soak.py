@@ -475,7 +475,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--twice-ratio", type=float, default=0.02, help="runs decided a second time")
     p.add_argument("--backlog", type=int, default=200, help="pending runs before workers wait")
     p.add_argument("--timeout", type=float, help="seconds before the soak gives up")
-    p.add_argument("--wal-limit-mib", type=float, default=64.0)
+    p.add_argument("--wal-limit-mib", type=float, default=16.0)
     p.add_argument("--rss-limit-mib", type=float, default=5.0)
     p.add_argument("--dir", help="where the database goes (default: a temporary directory)")
     # the children's arguments
