@@ -24,6 +24,7 @@ import argparse
 import itertools
 import json
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -458,8 +459,13 @@ def conduct(args: argparse.Namespace) -> int:
         print(f"  VIOLATION {p}")
     if len(problems) > 30:
         print(f"  ... and {len(problems) - 30} more")
-    print("soak: ok" if not problems else f"soak: {len(problems)} violations")
-    return 0 if not problems else 1
+    if problems:
+        print(f"soak: {len(problems)} violations; the database and logs are in {workdir}")
+        return 1
+    if not args.dir:
+        shutil.rmtree(workdir)
+    print("soak: ok")
+    return 0
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
