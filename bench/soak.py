@@ -123,17 +123,16 @@ def worker(args: argparse.Namespace) -> int:
             rng.shuffle(approved)
             for record in approved[:2]:
                 run = wf.attach(record.run_id)
-                before = run.record.status
                 try:
-                    run.run()
+                    ran = [e for e in run.stream() if e.type == "node_start"]
                 except RunBusy:  # another worker took it first: the lease did its job
                     races += 1
                     continue
                 if run.status != Status.COMPLETED:
-                    emit(error=f"{run.run_id} was {before}, then {run.status} after run()")
+                    emit(error=f"{run.run_id} was approved, then {run.status} after run()")
                     return 1
-                continued += before == Status.APPROVED
-                races += before != Status.APPROVED
+                continued += bool(ran)
+                races += not ran  # finished by another worker between listing and leasing
                 did += 1
             if did and (created + continued) % 10 == 0:
                 samples.append((created + continued, rss_kib()))
@@ -442,6 +441,9 @@ def conduct(args: argparse.Namespace) -> int:
     )
     if wal_max > args.wal_limit_mib * 2**20:
         problems.append(f"the WAL reached {wal_max / 2**20:.1f} MiB (limit {args.wal_limit_mib})")
+    continued = sum((c.first("summary") or {}).get("continued", 0) for c in workers)
+    if not problems and continued != approved:
+        problems.append(f"workers continued {continued} runs, {approved} were approved")
     for c in workers:
         s = c.first("summary") or {}
         base, growth = rss_growth_kib(s.get("rss", []))
