@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from agentnb.errors import TransitionNotAllowed
+from agentnb.fsm.chart import Statechart
+from agentnb.fsm.chart_instance import ChartInstance
 from agentnb.fsm.instance import MachineInstance
 from agentnb.fsm.machine import StateMachine
 from agentnb.fsm.records import TransitionRecord
@@ -37,7 +39,9 @@ from agentnb.store.records import Event
 
 __all__ = ["CapturedEvents", "capture_events"]
 
-Source = Workflow | Run | StateMachine | MachineInstance | CircuitBreaker
+Source = (
+    Workflow | Run | StateMachine | Statechart | MachineInstance | ChartInstance | CircuitBreaker
+)
 T = TypeVar("T")
 
 
@@ -126,9 +130,9 @@ def _listen(captured: CapturedEvents, source: object) -> list[Callable[[], None]
                 captured._add(captured.events, event)
 
         return [source.workflow.subscribe(run_event)]
-    if isinstance(source, StateMachine):
+    if isinstance(source, StateMachine | Statechart):
         return [source.subscribe(lambda _, record: captured._add(captured.transitions, record))]
-    if isinstance(source, MachineInstance):
+    if isinstance(source, MachineInstance | ChartInstance):
         instance_id = source.id
 
         def transition(_: Any, record: TransitionRecord) -> None:
@@ -148,8 +152,8 @@ def _listen(captured: CapturedEvents, source: object) -> list[Callable[[], None]
             )
         ]
     raise TypeError(
-        f"capture_events() takes workflows, runs, state machines, machine instances and "
-        f"circuit breakers, not {type(source).__name__} {source!r}"
+        f"capture_events() takes workflows, runs, state machines, statecharts, their "
+        f"instances and circuit breakers, not {type(source).__name__} {source!r}"
     )
 
 
@@ -159,9 +163,10 @@ def capture_events(*sources: Source) -> Iterator[CapturedEvents]:
 
     Args:
         sources: a :class:`~agentnb.Workflow` (every run's events), a :class:`~agentnb.Run`
-            (that run's events), a ``StateMachine`` (every instance's transitions), a
-            ``MachineInstance`` (its transitions and refused events; the definition it
-            follows when the block starts), or a :class:`~agentnb.CircuitBreaker`.
+            (that run's events), a ``StateMachine`` or ``Statechart`` (every instance's
+            transitions), a ``MachineInstance`` or ``ChartInstance`` (its transitions and
+            refused events; the definition it follows when the block starts), or a
+            :class:`~agentnb.CircuitBreaker`.
 
     Yields:
         A :class:`CapturedEvents` that fills up as things happen and stops at the block's

@@ -128,6 +128,33 @@ def refusal_owner(tmp_path: Path) -> Owner:
     return Owner(light.on_refused, refuse, lambda: len(refused), [light._lock])
 
 
+def chart_owner(tmp_path: Path) -> Owner:
+    from agentnb import State, Statechart
+
+    chart = Statechart("switch", [State("off", on={"flip": "on"}), State("on", on={"flip": "off"})])
+    switch = chart.start()
+    return Owner(
+        chart.subscribe,
+        lambda: switch.send("flip") and None,
+        lambda: len(switch.history),
+        [switch.store._lock],  # type: ignore[attr-defined]
+    )
+
+
+def chart_refusal_owner(tmp_path: Path) -> Owner:
+    from agentnb import State, Statechart
+
+    switch = Statechart("switch", [State("off", on={"flip": "on"}), State("on")]).start(strict=True)
+    refused = []
+
+    def refuse() -> None:
+        with pytest.raises(TransitionNotAllowed):
+            switch.send("walk")
+        refused.append(1)
+
+    return Owner(switch.on_refused, refuse, lambda: len(refused), [])
+
+
 def breaker_owner(tmp_path: Path) -> Owner:
     breaker = CircuitBreaker("payments", failures=1)
     moves = []
@@ -144,6 +171,8 @@ OWNERS = {
     "machine": machine_owner,
     "instance": refusal_owner,
     "breaker": breaker_owner,
+    "statechart": chart_owner,
+    "chart instance": chart_refusal_owner,
 }
 
 

@@ -83,6 +83,18 @@ def test_capture_events_of_a_machine_records_every_instances_transitions() -> No
     assert [t.instance_id for t in captured.transitions] == ["a", "b"]
 
 
+def test_capture_events_of_a_statechart_instance_records_its_steps_and_refusals() -> None:
+    from agentnb import State, Statechart
+
+    switch = Statechart("switch", [State("off", on={"flip": "on"}), State("on")]).start(strict=True)
+    with capture_events(switch) as captured:
+        switch.send("flip")
+        with pytest.raises(TransitionNotAllowed):
+            switch.send("flip")
+    assert [t.event for t in captured.transitions] == ["flip"]
+    assert [r.event for r in captured.refusals] == ["flip"]
+
+
 def test_capture_events_of_a_breaker_records_its_moves() -> None:
     breaker = CircuitBreaker("payments", failures=1)
     with capture_events(breaker) as captured:
