@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit nbval notebooks bench system-deps test-system-deps clean
+.PHONY: demo test lint unit nbval soak notebooks bench system-deps test-system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,7 +76,13 @@ nbval: $(VENV)/.dev system-deps
 notebooks: $(VENV)/.dev system-deps
 	$(PY) notebooks/regenerate.py
 
-test: lint unit nbval
+# 4 workers, an approver and a CLI poller on one SQLite file for about a minute; exits 1 on
+# any broken invariant. The full soak: make soak SOAK="--runs 5000".
+SOAK ?= --minutes 1
+soak: $(VENV)/.dev
+	$(PY) bench/soak.py $(SOAK)
+
+test: lint unit nbval soak
 
 bench: $(VENV)/.dev system-deps
 	$(PIP) install -e ".[bench]"

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentnb._listeners import Listeners
 from agentnb.errors import BreakerOpen, DefinitionError
 from agentnb.store.records import EventType
 
@@ -106,7 +107,7 @@ class Retry:
         return isinstance(error, self.on) and not isinstance(error, BreakerOpen)
 
 
-BreakerListener = Callable[["CircuitBreaker", str, str], None]
+BreakerListener = Callable[["CircuitBreaker", str, str], object]
 
 
 @dataclass(eq=False)
@@ -129,7 +130,9 @@ class CircuitBreaker:
     opened_at: float = field(default=0.0, init=False)
     _probing: bool = field(default=False, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _listeners: list[BreakerListener] = field(default_factory=list, init=False, repr=False)
+    _listeners: Listeners[[CircuitBreaker, str, str]] = field(
+        default_factory=lambda: Listeners("circuit breaker"), init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.failures, int) or self.failures < 1:
@@ -143,16 +146,20 @@ class CircuitBreaker:
     def subscribe(self, listener: BreakerListener) -> Callable[[], None]:
         """Call ``listener(breaker, old_state, new_state)`` on every state change.
 
-        Returns a function that unsubscribes it.
+        Called after the breaker's lock is released; one that raises is reported with a
+        :class:`RuntimeWarning` and changes nothing. Returns a function that unsubscribes
+        it (calling it twice is harmless).
         """
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.add(listener)
 
-    def _move(self, new: str) -> None:
+    def _move(self, new: str) -> tuple[str, str] | None:
+        """Change state (under the lock); the change to announce once it is released."""
         old, self.state = self.state, new
-        if old != new:
-            for listener in list(self._listeners):
-                listener(self, old, new)
+        return (old, new) if old != new else None
+
+    def _announce(self, moved: tuple[str, str] | None) -> None:
+        if moved is not None:
+            self._listeners.notify(self, *moved)
 
     def retry_in(self) -> float:
         """Seconds until an open breaker lets a trial call through (0 if it would now)."""
@@ -160,33 +167,37 @@ class CircuitBreaker:
 
     def allow(self) -> bool:
         """Whether a call may go ahead now; an open breaker past its cool-down half-opens."""
+        moved = None
         with self._lock:
             if self.state == "closed":
                 return True
             if self.state == "open":
                 if self.retry_in() > 0:
                     return False
-                self._move("half_open")
-            if self._probing:  # half-open: exactly one trial call at a time
-                return False
+                moved = self._move("half_open")
+            allowed = not self._probing  # half-open: exactly one trial call at a time
             self._probing = True
-            return True
+        self._announce(moved)
+        return allowed
 
     def success(self) -> None:
         """Record a successful call: the breaker closes and forgets past failures."""
         with self._lock:
             self._probing = False
             self.failure_count = 0
-            self._move("closed")
+            moved = self._move("closed")
+        self._announce(moved)
 
     def failure(self) -> None:
         """Record a failed call; enough of them (or a failed trial) open the breaker."""
+        moved = None
         with self._lock:
             self._probing = False
             self.failure_count += 1
             if self.state == "half_open" or self.failure_count >= self.failures:
                 self.opened_at = self.clock()
-                self._move("open")
+                moved = self._move("open")
+        self._announce(moved)
 
     def reset(self) -> None:
         """Close the breaker by hand (after fixing the dependency): as a successful call."""

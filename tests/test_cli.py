@@ -142,6 +142,42 @@ def test_the_console_script_runs_as_a_module() -> None:
     assert out.stdout.startswith("agentnb ")
 
 
+def agentnb_command(how: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("agentnb")
+    command = [sys.executable, "-m", "agentnb"] if how == "module" else [str(script)]
+    return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=60)
+
+
+def test_python_dash_m_agentnb_behaves_as_the_agentnb_command(
+    db: tuple[str, str, str], tmp_path: Path
+) -> None:
+    path, pending, done = db
+    missing = str(tmp_path / "missing.sqlite3")
+    for argv in (
+        ["runs", "--db", path],
+        ["show", done, "--db", path, "--json"],
+        ["runs", "--db", missing],  # usage: exit 2
+        ["approve", done, "--db", path, "--as", "ada"],  # refused: exit 1
+        [],  # no command: argparse's usage, exit 2
+    ):
+        module = agentnb_command("module", *argv)
+        script = agentnb_command("script", *argv)
+        assert (module.returncode, module.stdout, module.stderr) == (
+            script.returncode,
+            script.stdout,
+            script.stderr,
+        ), argv
+    assert [agentnb_command("module", *a).returncode for a in ([], ["runs", "--db", missing])] == [
+        2,
+        2,
+    ]
+    decided = agentnb_command("module", "approve", pending, "--db", path, "--as", "ada")
+    assert decided.returncode == 0, decided.stderr
+    assert f"approved run {pending}" in decided.stdout
+    with SqliteCheckpointer(path) as store:
+        assert store.get_run(pending).status == Status.APPROVED
+
+
 def test_validate_lists_every_problem_and_exits_1(tmp_path: Path) -> None:
     good = tmp_path / "light.json"
     good.write_text(

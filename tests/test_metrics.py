@@ -377,13 +377,13 @@ def test_close_unsubscribes_and_frees_the_registry_for_another_metrics() -> None
     with pytest.raises(AgentnbError, match="already has agentnb metrics"):
         instrument(wf, registry=registry)
     first.close()
-    assert wf.listeners == []
+    assert not wf.listeners
     assert "agentnb_" not in first.text()
     wf.start({}).run()  # nobody counts this one
     with instrument(wf, registry=registry) as second:
         rows = {(r.name, tuple(sorted(r.labels.items()))): r.value for r in second.table()}
         assert rows[("agentnb_pending_approvals", (("graph", "refund"),))] == 0
-    assert wf.listeners == []
+    assert not wf.listeners
 
 
 def test_watching_more_workflows_and_the_same_one_twice(served: list[Metrics]) -> None:

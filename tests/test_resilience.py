@@ -11,6 +11,7 @@ import pytest
 from agentnb import Checkpointer, DefinitionError, NodeContext, NodeFailed, StateGraph, Status
 from agentnb.errors import BreakerOpen, NodeTimeout
 from agentnb.resilience import CircuitBreaker, Retry
+from agentnb.testing import capture_events
 from tests.conftest import Driver
 
 FAST = {"initial": 0.001, "maximum": 0.002, "jitter": 0.0}
@@ -160,32 +161,31 @@ def test_a_blocking_sync_node_times_out_too() -> None:
 
 def test_breaker_opens_after_failures_half_opens_after_cool_down_and_closes() -> None:
     clock = FakeClock()
-    changes: list[tuple[str, str]] = []
     breaker = CircuitBreaker("payments", failures=2, reset_after=10, clock=clock)
-    breaker.subscribe(lambda b, old, new: changes.append((old, new)))
-    assert breaker.allow()
-    breaker.failure()
-    assert breaker.state == "closed"
-    breaker.failure()
-    assert breaker.state == "open"
-    assert not breaker.allow()
-    assert breaker.retry_in() == 10
-    clock.now += 10
-    assert breaker.allow()  # the one trial call
-    assert breaker.state == "half_open"
-    assert not breaker.allow()  # no second trial while the first is out
-    breaker.failure()  # the trial failed: open again, for a fresh cool-down
-    assert (breaker.state, breaker.retry_in()) == ("open", 10)
-    clock.now += 10
-    assert breaker.allow()
-    breaker.success()
-    assert (breaker.state, breaker.failure_count) == ("closed", 0)
-    assert changes == [
-        ("closed", "open"),
-        ("open", "half_open"),
-        ("half_open", "open"),
-        ("open", "half_open"),
-        ("half_open", "closed"),
+    with capture_events(breaker) as captured:
+        assert breaker.allow()
+        breaker.failure()
+        assert breaker.state == "closed"
+        breaker.failure()
+        assert breaker.state == "open"
+        assert not breaker.allow()
+        assert breaker.retry_in() == 10
+        clock.now += 10
+        assert breaker.allow()  # the one trial call
+        assert breaker.state == "half_open"
+        assert not breaker.allow()  # no second trial while the first is out
+        breaker.failure()  # the trial failed: open again, for a fresh cool-down
+        assert (breaker.state, breaker.retry_in()) == ("open", 10)
+        clock.now += 10
+        assert breaker.allow()
+        breaker.success()
+        assert (breaker.state, breaker.failure_count) == ("closed", 0)
+    assert captured.breaker_changes == [
+        ("payments", "closed", "open"),
+        ("payments", "open", "half_open"),
+        ("payments", "half_open", "open"),
+        ("payments", "open", "half_open"),
+        ("payments", "half_open", "closed"),
     ]
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentnb._display import Drawable
+from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError
 from agentnb.fsm.content import Call, Cancel, Content, Send
 from agentnb.fsm.nodes import ROOT, ChartTransition, Condition, Node, finish
@@ -147,7 +148,7 @@ class Statechart(Drawable):
         self.description = description
         self.binding = "early"
         self.nodes: dict[str, Node] = {}
-        self.listeners: list[Callable[[Any, Any], None]] = []
+        self.listeners: Listeners[[Any, Any]] = Listeners("statechart")
         self.delays: dict[str, float] = {}
         """The events ``after`` generates, and their delays in seconds (for diagrams)."""
         self._transition_count = 0
@@ -197,14 +198,14 @@ class Statechart(Drawable):
             (t for n in self.nodes.values() for t in n.transitions), key=lambda t: t.order
         )
 
-    def subscribe(self, listener: Callable[[Any, Any], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[Any, Any], object]) -> Callable[[], None]:
         """Call ``listener(instance, record)`` after every step an instance commits.
 
-        As for :meth:`StateMachine.subscribe`: not part of the definition, a raising
-        listener is reported with a warning. Returns an unsubscribe function.
+        As for :meth:`StateMachine.subscribe`: not part of the definition, called outside
+        the store's locks, a raising listener is reported with a :class:`RuntimeWarning`.
+        Returns an unsubscribe function (calling it twice is harmless).
         """
-        self.listeners.append(listener)
-        return lambda: self.listeners.remove(listener)
+        return self.listeners.add(listener)
 
     # -- running ------------------------------------------------------------------------
 

@@ -31,14 +31,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentnb._display import Drawable, MachineViewable
 from agentnb._json import check, dumps, loads
+from agentnb._listeners import Listeners
 from agentnb.errors import (
     IncompatibleMachine,
     InstanceConflict,
@@ -94,7 +93,7 @@ class ChartInstance(Drawable, MachineViewable):
         self.microsteps: list[Microstep] = []
         self.logs: list[tuple[str, Any]] = []
         self._chart = chart
-        self._refusal_listeners: list[Callable[[TransitionNotAllowed], None]] = []
+        self._refusal_listeners: Listeners[[TransitionNotAllowed]] = Listeners("refusal")
 
     def __repr__(self) -> str:
         return f"<ChartInstance {self.id!r} of {self._chart.name!r}: {sorted(self.configuration)}>"
@@ -214,15 +213,12 @@ class ChartInstance(Drawable, MachineViewable):
         """The async twin of :meth:`run_due`."""
         return self.run_due(now)
 
-    def on_refused(self, listener: Callable[[TransitionNotAllowed], None]) -> Callable[[], None]:
-        """Call ``listener(error)`` whenever a strict instance refuses an event."""
-        self._refusal_listeners.append(listener)
+    def on_refused(self, listener: Callable[[TransitionNotAllowed], object]) -> Callable[[], None]:
+        """Call ``listener(error)`` whenever a strict instance refuses an event.
 
-        def remove() -> None:
-            with contextlib.suppress(ValueError):
-                self._refusal_listeners.remove(listener)
-
-        return remove
+        Returns a function that removes the listener (safe to call twice).
+        """
+        return self._refusal_listeners.add(listener)
 
     # -- internals ----------------------------------------------------------------------
 
@@ -267,15 +263,7 @@ class ChartInstance(Drawable, MachineViewable):
         self.logs = session.logs
         if not took and strict:
             error = TransitionNotAllowed(event["name"], before, self.allowed_events())
-            for listener in list(self._refusal_listeners):
-                try:
-                    listener(error)
-                except Exception as exc:  # a panel's bug must not change what the caller sees
-                    warnings.warn(
-                        f"refusal listener {listener!r} raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+            self._refusal_listeners.notify(error)
             raise error
         check(session.data, root="context")
         delta = {k: v for k, v in session.data.items() if snap.context.get(k, _MISSING) != v}
@@ -299,15 +287,7 @@ class ChartInstance(Drawable, MachineViewable):
         saved = self.store.commit(after, record, change)
         fresh = saved.seq == record.seq and saved.at == record.at
         if fresh:
-            for watcher in list(self._chart.listeners):
-                try:
-                    watcher(self, saved)
-                except Exception as exc:  # a panel's or metric's bug must not lose a step
-                    warnings.warn(
-                        f"chart listener {watcher!r} raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+            self._chart.listeners.notify(self, saved)
         return saved, fresh
 
 

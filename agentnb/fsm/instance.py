@@ -32,13 +32,13 @@ import inspect
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
 from agentnb._display import Drawable, MachineViewable
 from agentnb._json import check, dumps, loads
+from agentnb._listeners import Listeners
 from agentnb.errors import (
     DefinitionError,
     IncompatibleMachine,
@@ -76,7 +76,7 @@ class MachineInstance(Drawable, MachineViewable):
         self._machine = machine
         # Held only for the short commit and rebind sections, never across an await.
         self._lock = threading.Lock()
-        self._refusal_listeners: list[Callable[[TransitionNotAllowed], None]] = []
+        self._refusal_listeners: Listeners[[TransitionNotAllowed]] = Listeners("refusal")
 
     def __repr__(self) -> str:
         snap = self._snapshot()
@@ -210,20 +210,15 @@ class MachineInstance(Drawable, MachineViewable):
         after = InstanceSnapshot(self.id, snap.machine, transition.target, work, record.seq)
         return self._commit(machine, after, record)
 
-    def on_refused(self, listener: Callable[[TransitionNotAllowed], None]) -> Callable[[], None]:
+    def on_refused(self, listener: Callable[[TransitionNotAllowed], object]) -> Callable[[], None]:
         """Call ``listener(error)`` whenever this instance refuses an event.
 
         A strict instance raises :class:`~agentnb.errors.TransitionNotAllowed` and records
         nothing, so this is how a panel showing the instance hears of it; the caller still
-        gets the error. Returns a function that removes the listener (safe to call twice).
+        gets the error (a listener that raises is reported with a :class:`RuntimeWarning`).
+        Returns a function that removes the listener (safe to call twice).
         """
-        self._refusal_listeners.append(listener)
-
-        def remove() -> None:
-            with contextlib.suppress(ValueError):
-                self._refusal_listeners.remove(listener)
-
-        return remove
+        return self._refusal_listeners.add(listener)
 
     def rebind(self, machine: StateMachine) -> None:
         """Follow ``machine`` from the next event on (e.g. a reloaded definition).
@@ -300,15 +295,7 @@ class MachineInstance(Drawable, MachineViewable):
                     for t in machine.transitions_for(snap.state, guarded)
                 ]
             error = TransitionNotAllowed(str(event), snap.state, allowed, guards=guards)
-            for listener in list(self._refusal_listeners):
-                try:
-                    listener(error)
-                except Exception as exc:  # a panel's bug must not change what the caller sees
-                    warnings.warn(
-                        f"refusal listener {listener!r} raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+            self._refusal_listeners.notify(error)
             raise error
         record = self._record(snap, str(event), event_id, snap.state, payload, {}, reason)
         after = InstanceSnapshot(self.id, snap.machine, snap.state, snap.context, record.seq)
@@ -327,16 +314,8 @@ class MachineInstance(Drawable, MachineViewable):
                 )
             saved = self.store.commit(after, record)
         fresh = saved.seq == record.seq and saved.at == record.at
-        if fresh and not saved.ignored and decided_by.listeners:
-            for listener in list(decided_by.listeners):
-                try:
-                    listener(self, saved)
-                except Exception as exc:  # a metrics bug must not lose a transition
-                    warnings.warn(
-                        f"machine listener {listener!r} raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+        if fresh and not saved.ignored:  # outside the lock: a listener may send events
+            decided_by.listeners.notify(self, saved)
         return saved
 
 

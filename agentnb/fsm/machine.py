@@ -31,6 +31,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentnb._display import Drawable
+from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError
 from agentnb.fsm.rules import (
     EdgeSpec,
@@ -178,17 +179,17 @@ class StateMachine(Drawable):
         self._enter: dict[str, list[Hook]] = {}
         self._exit: dict[str, list[Hook]] = {}
         self._frozen = False
-        self.listeners: list[Callable[[Any, Any], None]] = []
+        self.listeners: Listeners[[Any, Any]] = Listeners("machine")
 
-    def subscribe(self, listener: Callable[[Any, Any], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[Any, Any], object]) -> Callable[[], None]:
         """Call ``listener(instance, record)`` after every transition an instance commits.
 
         Not called for ignored events or for a repeated ``event_id``. Listeners are not part
-        of the definition (a frozen machine accepts them); one that raises is reported with
-        a warning. Returns an unsubscribe function.
+        of the definition (a frozen machine accepts them); they run outside the instance's
+        lock, and one that raises is reported with a :class:`RuntimeWarning`. Returns an
+        unsubscribe function (calling it twice is harmless).
         """
-        self.listeners.append(listener)
-        return lambda: self.listeners.remove(listener)
+        return self.listeners.add(listener)
 
     def __repr__(self) -> str:
         return (

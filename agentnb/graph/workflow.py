@@ -7,13 +7,13 @@ Routing lives here and is a pure function of ``(node, state)``. Driving runs liv
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import iterate_sync, run_sync
 from agentnb._display import Drawable
 from agentnb._json import dumps
+from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
@@ -117,7 +117,7 @@ class Workflow(Drawable):
         self.checkpointer = checkpointer
         self._children: dict[str, Workflow] = {}
         self.shape = _shape_digest(self)
-        self.listeners: list[Callable[[Event], None]] = []
+        self.listeners: Listeners[[Event]] = Listeners("workflow")
 
     def _child(self, node: str) -> Workflow:
         """The workflow of subgraph node ``node``, bound to this workflow's store."""
@@ -157,28 +157,20 @@ class Workflow(Drawable):
         """
         return vouched(self._identity or self.checkpointer.identity)
 
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[Event], object]) -> Callable[[], None]:
         """Call ``listener(event)`` for every event this process saves for this workflow.
 
-        Listeners run after the event is committed, in the worker's thread; one that raises
-        is reported with a warning and does not affect the run. Returns an unsubscribe
-        function. Events written by other processes are in the store: read them with
-        ``checkpointer.events(run_id)``.
+        Listeners run after the event is committed, in the worker's thread, outside the
+        store's locks; one that raises is reported with a :class:`RuntimeWarning` and does
+        not affect the run. Returns an unsubscribe function (calling it twice is harmless).
+        Events written by other processes are in the store: read them with
+        ``checkpointer.events(run_id)``; in tests, :func:`agentnb.testing.capture_events`.
         """
-        self.listeners.append(listener)
-        return lambda: self.listeners.remove(listener)
+        return self.listeners.add(listener)
 
     def _notify(self, events: Sequence[Event]) -> None:
-        for listener in list(self.listeners):
-            for event in events:
-                try:
-                    listener(event)
-                except Exception as exc:  # a metrics bug must not fail a refund
-                    warnings.warn(
-                        f"workflow listener {listener!r} raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+        for event in events:
+            self.listeners.notify(event)
 
     def __repr__(self) -> str:
         return (

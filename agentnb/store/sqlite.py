@@ -12,6 +12,12 @@ Settings, and why:
   OS crash or a power cut. Their fsync also makes every earlier step in the WAL durable.
 * ``busy_timeout`` (``timeout=30`` s) — a writer waits for another process's transaction
   instead of failing with "database is locked".
+* a bounded WAL — SQLite checkpoints the WAL into the database as it goes, but while
+  readers (a panel, the CLI) keep a checkpoint from finishing, the WAL never restarts and
+  grows with every write. So every ``WAL_CHECK_EVERY`` writes, a connection whose WAL has
+  passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)`` (waiting ``WAL_WAIT_MS`` at
+  most for readers, then again after its next write), and ``journal_size_limit`` trims the
+  file when the WAL restarts.
 * ``BEGIN IMMEDIATE`` for every write — the write lock is taken up front, so two processes
   can never both read a row and then both decide to change it.
 
@@ -86,6 +92,9 @@ SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks)"
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
+WAL_LIMIT = 8 * 2**20
+WAL_CHECK_EVERY = 64
+WAL_WAIT_MS = 10
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -137,7 +146,9 @@ class SqliteCheckpointer(Checkpointer):
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={level}")
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self._timeout_ms = int(timeout * 1000)
+            self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             migrate(self._db, self.path)
         except sqlite3.Error as exc:
             self._db.close()
@@ -146,6 +157,8 @@ class SqliteCheckpointer(Checkpointer):
             self._db.close()
             raise
         self._closed = False
+        self._writes = 0
+        self._wal_over = False
 
     def __repr__(self) -> str:
         return f"<SqliteCheckpointer {self.path!r}>"
@@ -203,6 +216,28 @@ class SqliteCheckpointer(Checkpointer):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+            self._writes += 1
+            if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
+                self._bound_wal()
+
+    def _bound_wal(self) -> None:
+        """Checkpoint and truncate the WAL once it has passed ``WAL_LIMIT`` (see above)."""
+        try:
+            size = os.path.getsize(f"{self.path}-wal")
+        except OSError:  # ":memory:", or no WAL yet
+            return
+        self._wal_over = size > WAL_LIMIT
+        if self._wal_over:
+            # Busy (another connection is checkpointing, or readers outlasted busy_timeout)
+            # is a result row, not an error: the commit is safe in the WAL either way, and
+            # this connection tries again after its next write until the WAL is truncated.
+            # The checkpoint holds the write lock while it waits for readers: wait briefly.
+            self._db.execute(f"PRAGMA busy_timeout={WAL_WAIT_MS}")
+            try:
+                (busy, _, _), *_ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
+            self._wal_over = bool(busy)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

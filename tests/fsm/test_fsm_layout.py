@@ -13,6 +13,7 @@ ALLOWED_OUTSIDE = {
     "agentnb._aio",
     "agentnb._json",
     "agentnb._display",
+    "agentnb._listeners",
     "agentnb.resilience",
 }
 # Typing only: a workflow checkpointer is also accepted as an instance store.

@@ -29,6 +29,7 @@ from agentnb import (
 )
 from agentnb.errors import LeaseLost
 from agentnb.examples import build_refund_workflow
+from agentnb.testing import capture_events
 from tests.conftest import Driver
 
 calls: Counter[str] = Counter()
@@ -490,15 +491,13 @@ def test_a_worker_fenced_out_mid_step_cannot_save_its_step(store: Checkpointer) 
 def test_listeners_see_every_saved_event_once_and_cannot_break_a_run(
     store: Checkpointer,
 ) -> None:
-    seen: list[str] = []
     wf = build_refund_workflow(store)
-    unsubscribe = wf.subscribe(lambda e: seen.append(e.type))
-    run = wf.start({})
-    run.run()
-    run.approve(by="ada")
-    run.run()
-    assert seen == [e.type for e in run.events]
-    unsubscribe()
+    with capture_events(wf) as captured:
+        run = wf.start({})
+        run.run()
+        run.approve(by="ada")
+        run.run()
+    assert captured.events == run.events
 
     def broken(event: Any) -> None:
         raise RuntimeError("metrics bug")

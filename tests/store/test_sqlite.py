@@ -220,3 +220,48 @@ def test_exactly_one_worker_continues_an_approved_run(tmp_path: Path) -> None:
             "human_approval",
             "refund",
         ]
+
+
+def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two readers in a tight loop: SQLite's own checkpoints never let the WAL restart, and
+    # without the store's truncating checkpoint these 1,500 writes leave a WAL of ~35 MiB.
+    import threading
+
+    from agentnb.store import sqlite as backend
+
+    monkeypatch.setattr(backend, "WAL_LIMIT", 256 * 1024)
+    path = tmp_path / "runs.sqlite3"
+    stop = threading.Event()
+
+    def read() -> None:
+        db = sqlite3.connect(path, isolation_level=None)
+        while not stop.is_set():
+            db.execute("BEGIN")
+            db.execute("SELECT count(*), sum(length(result)) FROM effects").fetchall()
+            db.execute("COMMIT")
+        db.close()
+
+    biggest = 0
+    with SqliteCheckpointer(path) as store:
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for reader in readers:
+            reader.start()
+        try:
+            for i in range(1500):
+                store.record_effect(
+                    f"k{i}",
+                    run_id="r",
+                    step=i,
+                    node="n",
+                    name="x",
+                    result_json=json.dumps("x" * 1000),
+                )
+                biggest = max(biggest, os.path.getsize(f"{path}-wal"))
+        finally:
+            stop.set()
+            for reader in readers:
+                reader.join()
+        assert len(store.effects("r")) == 1500
+    assert biggest < 16 * 256 * 1024

@@ -15,6 +15,7 @@ import pytest
 
 from agentnb import SqliteCheckpointer
 from agentnb.teach import exercises, grade
+from tests.teach import chart_scenarios as c
 from tests.teach import scenarios as s
 
 P = functools.partial
@@ -52,6 +53,16 @@ CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
     ),
     "05.2": (P(s.timed_out_reply, timeout_reply=True), P(s.timed_out_reply, timeout_reply=False)),
     "05.3": (P(s.decided_refunds, decide_all=True), P(s.decided_refunds, decide_all=False)),
+    "07.1": (
+        P(c.light_region, guard="In('opened') or In('cooking')"),
+        P(c.light_region, guard="In('opened')"),
+    ),
+    "07.2": (P(c.history, deep=True), P(c.history, deep=False)),
+    "07.3": (P(c.delayed, after=True, answer=30), P(c.delayed, after=True, answer=45)),
+    "07.4": (
+        c.clicks({"oven": "heating", "timers": 1}),
+        c.clicks({"oven": "defrosting", "timers": 1}),
+    ),
     "09.1": (P(s.agent, stop_after=100), P(s.agent, stop_after=3)),
     "09.2": (s.reject_big, s.approve_big),
     "09.3": (
@@ -102,3 +113,17 @@ def test_a_stale_approval_like_the_demo_does_not_pass_the_stale_rejection_exerci
     result = grade("02.2", **s.two_signoffs(store, decision="approved"))
     assert not result.passed
     assert "only stale approvals" in result.observed
+
+
+def test_a_defrost_ended_by_hand_is_not_a_delayed_transition(store: SqliteCheckpointer) -> None:
+    result = grade("07.3", **c.delayed(store, after=False, answer=30))
+    assert not result.passed
+    assert "by a timer of its own" in result.observed
+
+
+def test_a_wrong_count_of_pending_timers_fails_the_click_prediction(
+    store: SqliteCheckpointer,
+) -> None:
+    result = grade("07.4", **c.clicks({"oven": "heating", "timers": 0})(store))
+    assert not result.passed
+    assert "the timers" in result.observed
