@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
@@ -29,6 +30,7 @@ from agentnb.render.extract_machine import (
 from agentnb.render.model import (
     END_ID,
     START_ID,
+    Cluster,
     Diagram,
     Direction,
     Edge,
@@ -94,6 +96,7 @@ def diagram_from_graph(
     edges = _edges(graph, defined, missing)
 
     nodes: list[Node] = []
+    clusters: list[Cluster] = []
     if graph.entry is not None:
         nodes.append(Node(START_ID, "", NodeKind.START))
     for name in defined:
@@ -102,6 +105,9 @@ def diagram_from_graph(
         nodes.append(_node(graph, name, NodeKind.MISSING, None))
     if any(edge.target == END_ID for edge in edges):
         nodes.append(Node(END_ID, "", NodeKind.END))
+    for name in defined:
+        if graph.nodes[name].subgraph is not None:
+            _nest(graph, name, name, None, nodes, edges, clusters)
 
     if legend is None:
         legend = (
@@ -116,7 +122,56 @@ def diagram_from_graph(
         direction=direction,
         legend=legend,
         overlay=overlay,
+        clusters=tuple(clusters),
     )
+
+
+def _nest(
+    graph: GraphLike,
+    name: str,
+    prefix: str,
+    parent: str | None,
+    nodes: list[Node],
+    edges: list[Edge],
+    clusters: list[Cluster],
+) -> None:
+    """Draw subgraph node ``name`` as a box holding its own graph, names under ``prefix/``.
+
+    The node itself stays (runs light it, and the parent's edges meet it); the subgraph's
+    nodes are drawn inside the box after it, entered from it.
+    """
+    inner = graph.nodes[name].subgraph
+    assert inner is not None
+    box = f"{prefix}:subgraph"
+    clusters.append(Cluster(box, f"{name}: subgraph {inner.name!r}", parent))
+    anchor = next(i for i, n in enumerate(nodes) if n.id == prefix)
+    nodes[anchor] = dataclasses.replace(nodes[anchor], cluster=box)
+    for child, spec in inner.nodes.items():
+        nodes.append(
+            Node(
+                f"{prefix}/{child}",
+                child,
+                NodeKind.NORMAL,
+                pause_before=child in inner.interrupts_before,
+                pause_after=child in inner.interrupts_after,
+                description=spec.description,
+                cluster=box,
+            )
+        )
+    if inner.entry is not None:
+        edges.append(Edge(prefix, f"{prefix}/{inner.entry}", key="subgraph"))
+    for source, targets in inner.edges.items():
+        edges += [Edge(f"{prefix}/{source}", f"{prefix}/{t}") for t in targets if t != END_ID]
+    for join in inner.joins:
+        if join.target != END_ID:
+            edges += [Edge(f"{prefix}/{s}", f"{prefix}/{join.target}") for s in join.sources]
+    for source, branch in inner.branches.items():
+        for target in dict.fromkeys(branch.targets.values()):
+            if target != END_ID:
+                edges.append(Edge(f"{prefix}/{source}", f"{prefix}/{target}", EdgeKind.CONDITIONAL))
+    for child, spec in inner.nodes.items():
+        if spec.subgraph is not None:
+            _nest(inner, child, f"{prefix}/{child}", box, nodes, edges, clusters)
 
 
 def _node(graph: GraphLike, name: str, kind: NodeKind, description: str | None) -> Node:

@@ -218,3 +218,32 @@ def test_a_pause_in_a_subgraph_approved_through_the_store_reaches_the_subgraph(
     assert [(d.approver, d.accepted) for d in child.decisions()] == [("ada", True)]
     assert child.decisions()[0].comment == f"approved on the parent run {run.run_id}"
     assert calls == {"search": 1, "summarise": 1}
+
+
+def test_a_subgraph_is_drawn_as_a_box_holding_its_graph_nested_as_deep_as_it_goes() -> None:
+    from agentnb.render.dot import to_dot
+    from agentnb.render.extract import diagram_from_graph
+    from agentnb.render.mermaid import to_mermaid
+
+    level2 = StateGraph("level2").add_node("deep", lambda s: None).set_entry_point("deep")
+    inner = research().add_node("nested", level2).add_edge("summarise", "nested")
+    diagram = diagram_from_graph(parent(inner))
+    assert [(c.id, c.parent) for c in diagram.clusters] == [
+        ("research:subgraph", None),
+        ("research/nested:subgraph", "research:subgraph"),
+    ]
+    inside = {n.id: n.cluster for n in diagram.nodes if n.cluster}
+    assert inside == {
+        "research": "research:subgraph",
+        "research/search": "research:subgraph",
+        "research/summarise": "research:subgraph",
+        "research/nested": "research/nested:subgraph",
+        "research/nested/deep": "research/nested:subgraph",
+    }
+    pairs = {(e.source, e.target) for e in diagram.edges}
+    assert ("research", "research/search") in pairs
+    assert ("research/search", "research/summarise") in pairs
+    assert ("research/nested", "research/nested/deep") in pairs
+    assert ("research", "write") in pairs  # the parent's own edges are unchanged
+    assert "subgraph" in to_dot(diagram)
+    assert '"deep"' in to_mermaid(diagram)  # Mermaid draws the nested nodes too
