@@ -92,6 +92,7 @@ bench: $(VENV)/.dev system-deps
 	$(PY) bench/bench_resilience.py
 	$(PY) bench/bench_widget.py
 	$(PY) bench/bench_longrun.py
+	$(PY) bench/bench_parallel.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -23,6 +23,7 @@ from agentnb.errors import (
     AgentnbError,
     ApprovalNotPending,
     BreakerOpen,
+    ConflictingUpdate,
     DecisionError,
     DefinitionError,
     ExerciseFailed,
@@ -30,6 +31,7 @@ from agentnb.errors import (
     IncompatibleWorkflow,
     InstanceConflict,
     InstanceNotFound,
+    InvalidAnswer,
     InvalidDecision,
     InvalidState,
     LeaseLost,
@@ -50,11 +52,13 @@ from agentnb.errors import (
     StaleApproval,
     StepBudgetExhausted,
     StoreError,
+    TaskNotNamed,
     TransitionNotAllowed,
     UnknownExercise,
     UnsupportedElement,
 )
 from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, Workflow
+from agentnb.graph.superstep import Send
 from agentnb.identity import Identity
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store import (
@@ -81,6 +85,7 @@ __all__ = [
     "Checkpoint",
     "Checkpointer",
     "CircuitBreaker",
+    "ConflictingUpdate",
     "Decision",
     "DecisionError",
     "DefinitionError",
@@ -94,6 +99,7 @@ __all__ = [
     "IncompatibleWorkflow",
     "InstanceConflict",
     "InstanceNotFound",
+    "InvalidAnswer",
     "InvalidDecision",
     "InvalidState",
     "LeaseLost",
@@ -118,6 +124,7 @@ __all__ = [
     "SchemaError",
     "SchemaVersionError",
     "ScxmlError",
+    "Send",
     "SqliteCheckpointer",
     "StaleApproval",
     "State",
@@ -127,6 +134,7 @@ __all__ = [
     "StepBudgetExhausted",
     "StepResult",
     "StoreError",
+    "TaskNotNamed",
     "TransitionNotAllowed",
     "UnknownExercise",
     "UnsupportedElement",

@@ -86,12 +86,37 @@ def _cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
         out.write("no runs" + (f" with status {args.status}" if args.status else "") + "\n")
         return OK
     out.write(f"{'RUN':<34} {'GRAPH':<14} {'STATUS':<10} {'NODE':<18} STEP\n")
-    for run in runs:
+    for run, depth in _tree(runs):
+        # A subgraph's run (``parent/task@step``) is listed under its parent, indented.
+        name = run.run_id if not depth else "  " * depth + "└ " + run.run_id.rsplit("/", 1)[1]
         out.write(
-            f"{run.run_id:<34} {run.graph:<14} {run.status:<10} {run.node:<18} "
+            f"{name:<34} {run.graph:<14} {run.status:<10} {run.node:<18} "
             f"{run.step}/{run.max_steps}\n"
         )
     return OK
+
+
+def _tree(runs: list[RunRecord]) -> list[tuple[RunRecord, int]]:
+    """Runs in listing order, each followed by its subgraphs' runs (depth-first, oldest first)."""
+    by_parent: dict[str, list[RunRecord]] = {}
+    ids = {r.run_id for r in runs}
+    roots = []
+    for run in runs:
+        parent = run.run_id.rpartition("/")[0]
+        if parent in ids:
+            by_parent.setdefault(parent, []).append(run)
+        else:
+            roots.append(run)
+    ordered: list[tuple[RunRecord, int]] = []
+
+    def visit(run: RunRecord, depth: int) -> None:
+        ordered.append((run, depth))
+        for child in sorted(by_parent.get(run.run_id, []), key=lambda r: r.created_at):
+            visit(child, depth + 1)
+
+    for root in roots:
+        visit(root, 0)
+    return ordered
 
 
 def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:

@@ -16,6 +16,7 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── RunError                   something happened to a run
     │   ├── NodeFailed             a node raised; ``__cause__`` is the original exception
     │   ├── RoutingError           a router failed or returned an undeclared target
+    │   ├── ConflictingUpdate      two tasks of one superstep wrote a key that has no reducer
     │   ├── StepBudgetExhausted    the run hit ``max_steps``
     │   ├── NodeTimeout            a node ran past its ``timeout`` (the cause of NodeFailed)
     │   ├── BreakerOpen            a circuit breaker refused the call (its dependency is down)
@@ -26,6 +27,8 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── DecisionError              an approval or rejection was refused
     │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
+    │   ├── TaskNotNamed           several tasks await approval: say which one is decided
+    │   ├── InvalidAnswer          an answer to a node's question does not fit its schema
     │   ├── StaleApproval          the approver saw a state that has changed since
     │   └── NotAuthorized          the interrupt's approver policy refuses this identity
     │       └── PolicyUnavailable  the policy is code this process has not loaded (the CLI)
@@ -49,6 +52,7 @@ __all__ = [
     "AgentnbError",
     "ApprovalNotPending",
     "BreakerOpen",
+    "ConflictingUpdate",
     "DecisionError",
     "DefinitionError",
     "ExerciseFailed",
@@ -56,6 +60,7 @@ __all__ = [
     "IncompatibleWorkflow",
     "InstanceConflict",
     "InstanceNotFound",
+    "InvalidAnswer",
     "InvalidDecision",
     "InvalidState",
     "LeaseLost",
@@ -77,6 +82,7 @@ __all__ = [
     "StaleApproval",
     "StepBudgetExhausted",
     "StoreError",
+    "TaskNotNamed",
     "TransitionNotAllowed",
     "UnknownExercise",
     "UnsupportedElement",
@@ -308,6 +314,25 @@ class RoutingError(RunError):
         super().__init__(f"routing after {node!r} in run {run_id!r}: {message}", run_id=run_id)
 
 
+class ConflictingUpdate(RunError):
+    """Two tasks of one superstep wrote the same key, and the key has no reducer.
+
+    Nothing of that superstep is saved: the run fails with its last checkpoint intact.
+    """
+
+    def __init__(self, run_id: str, key: str, tasks: tuple[str, str], step: int) -> None:
+        self.key = key
+        self.tasks = tasks
+        self.step = step
+        first, second = tasks
+        super().__init__(
+            f"conflicting update in run {run_id!r}: {first!r} and {second!r} both wrote "
+            f"{key!r} in superstep {step}, and {key!r} has no reducer to merge them. Give it "
+            f"one (StateGraph(reducers={{{key!r}: operator.add}})) or let one branch write it.",
+            run_id=run_id,
+        )
+
+
 class StepBudgetExhausted(RunError):
     """The run executed ``max_steps`` nodes without finishing."""
 
@@ -390,6 +415,32 @@ class ApprovalNotPending(DecisionError):
         super().__init__(
             f"run {run_id!r} is not pending approval: its status is '{status}'{by}. "
             "A decision is taken once; check `agentnb show RUN` for who decided."
+        )
+
+
+class TaskNotNamed(DecisionError):
+    """Several tasks of the run's superstep await approval, and the decision named none."""
+
+    def __init__(self, run_id: str, tasks: Sequence[str]) -> None:
+        self.run_id = run_id
+        self.tasks = tuple(tasks)
+        listing = ", ".join(repr(t) for t in self.tasks)
+        super().__init__(
+            f"run {run_id!r} has {len(self.tasks)} tasks awaiting approval ({listing}); "
+            "nothing was decided. Name one: run.approve(by=..., task=...)"
+        )
+
+
+class InvalidAnswer(DecisionError):
+    """An answer to a node's question does not fit the question's schema; nothing stored."""
+
+    def __init__(self, run_id: str, problems: Sequence[tuple[str, str]]) -> None:
+        self.run_id = run_id
+        self.problems = tuple(problems)
+        listing = "; ".join(f"{path} {what}" for path, what in self.problems)
+        super().__init__(
+            f"the answer for run {run_id!r} does not fit the question: {listing}. The run is "
+            "still waiting; respond again with a value the schema accepts."
         )
 
 

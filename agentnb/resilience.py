@@ -36,6 +36,7 @@ from typing import Any
 
 from agentnb._listeners import Listeners
 from agentnb.errors import BreakerOpen, DefinitionError
+from agentnb.store.records import EventType
 
 __all__ = ["CircuitBreaker", "Retry", "guarded_call"]
 
@@ -247,7 +248,9 @@ async def guarded_call(
     async def attempt() -> Any:
         if breaker is not None and not breaker.allow():
             retry_in = breaker.retry_in()
-            report("breaker_open", {"breaker": breaker.name, "retry_in": round(retry_in, 3)})
+            report(
+                EventType.BREAKER_OPEN, {"breaker": breaker.name, "retry_in": round(retry_in, 3)}
+            )
             raise BreakerOpen(breaker.name, name, retry_in, run_id=owner, what=what)
         try:
             if timeout is None:
@@ -266,7 +269,7 @@ async def guarded_call(
                             if inspect.isawaitable(result):
                                 result = await result
                 except TimeoutError:
-                    report("timeout", {"seconds": timeout})
+                    report(EventType.TIMEOUT, {"seconds": timeout})
                     raise NodeTimeout(owner, name, timeout, what=what) from None
         except Exception:
             if breaker is not None:
@@ -295,6 +298,6 @@ async def guarded_call(
             "error": {"type": type(error).__name__, "message": str(error)},
             "wait": round(wait, 4),
         }
-        report("retry", payload)
+        report(EventType.RETRY, payload)
         await asyncio.sleep(wait)
         number, error = number + 1, None

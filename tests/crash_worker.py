@@ -63,7 +63,8 @@ class StoppingStore(SqliteCheckpointer):
             # Hold the step's transaction open, as a crash mid-write would leave it.
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute(
-                "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, '[]', 0)",
+                "INSERT INTO entries (run_id, seq, step, node, state, events, at) "
+                "VALUES (?, ?, ?, ?, NULL, '[]', 0)",
                 (run_id, 10**6, change.step, change.node),
             )
             stop("in-commit")

@@ -223,3 +223,20 @@ def test_validate_and_draw_read_workflow_files_too(tmp_path: Path) -> None:
     code, _ = cli("draw", str(source), "-o", str(out))
     assert code == 0
     assert "human_approval" in out.read_text()
+
+
+def test_runs_lists_a_subgraphs_run_under_its_parent(tmp_path: Path) -> None:
+    from agentnb import StateGraph
+
+    inner = StateGraph("inner").add_node("look", lambda s: {"seen": True}).set_entry_point("look")
+    outer = StateGraph("outer").add_node("research", inner).set_entry_point("research")
+    path = tmp_path / "tree.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        outer.compile(store).start({}, run_id="top").run()
+    code, text = cli("runs", "--db", str(path))
+    assert code == 0
+    lines = text.splitlines()[1:]
+    assert lines[0].startswith("top ")
+    assert lines[1].startswith("  └ research@0 ")
+    assert "inner" in lines[1]
+    assert "completed" in lines[1]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agentnb.identity import IdentityProvider
     from agentnb.store.base import Checkpointer
 
-__all__ = ["END", "START", "Branch", "NodeSpec", "StateGraph"]
+__all__ = ["END", "START", "Branch", "Join", "NodeSpec", "StateGraph"]
 
 START = "START"
 """Pseudo-node before the entry point: ``add_edge(START, "plan")`` sets the entry point."""
@@ -32,7 +32,8 @@ END = "END"
 RESERVED = frozenset({START, END, "__start__", "__end__"})
 
 NodeFn = Callable[..., Any]
-Router = Callable[[dict[str, Any]], str]
+Router = Callable[[dict[str, Any]], Any]
+"""``router(state)`` returns an outcome, a :class:`~agentnb.Send`, or a list of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,12 @@ class NodeSpec:
     timeout: float | None = None
     retry: Retry | None = None
     breaker: CircuitBreaker | None = None
+    subgraph: StateGraph | None = None
+    """A graph run as this node (its own run, nested under the parent's)."""
+    input_keys: tuple[str, ...] | None = None
+    """The parent's keys a subgraph starts with (all of them when ``None``)."""
+    output_keys: tuple[str, ...] | None = None
+    """The subgraph's keys that come back to the parent (every changed one when ``None``)."""
 
     @property
     def guarded(self) -> bool:
@@ -66,6 +73,14 @@ class Branch:
     def labelled(self) -> bool:
         """True when outcomes differ from node names (the edge is labelled in diagrams)."""
         return any(outcome != node for outcome, node in self.targets.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """``add_edge([a, b], c)``: ``target`` runs once, after every one of ``sources`` ran."""
+
+    sources: tuple[str, ...]
+    target: str
 
 
 def _check_name(name: object, what: str) -> str:
@@ -111,6 +126,17 @@ def _arity(fn: NodeFn, name: str) -> bool:
     return len(required) >= 2 or named_ctx or varargs
 
 
+def _subgraph_of(fn: object) -> StateGraph | None:
+    if isinstance(fn, StateGraph):
+        return fn
+    graph = getattr(fn, "graph", None)  # a compiled Workflow keeps its StateGraph
+    return graph if isinstance(graph, StateGraph) and hasattr(fn, "checkpointer") else None
+
+
+async def _run_subgraph(state: dict[str, Any]) -> None:  # the driver runs subgraphs itself
+    raise AssertionError("a subgraph node is driven by the runtime, never called")
+
+
 def _is_async(fn: NodeFn) -> bool:
     import inspect
 
@@ -147,7 +173,9 @@ class StateGraph(Drawable):
         self.max_steps = max_steps
         self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **(reducers or {})}
         self.nodes: dict[str, NodeSpec] = {}
-        self.edges: dict[str, str] = {}
+        self.edges: dict[str, list[str]] = {}
+        """Plain edges: each source's targets, in declaration order (several fan out)."""
+        self.joins: list[Join] = []
         self.branches: dict[str, Branch] = {}
         self.entry: str | None = None
         self.interrupts_before: set[str] = set()
@@ -167,12 +195,20 @@ class StateGraph(Drawable):
         timeout: float | None = None,
         retry: Retry | int | None = None,
         breaker: CircuitBreaker | None = None,
+        input_keys: Sequence[str] | None = None,
+        output_keys: Sequence[str] | None = None,
     ) -> Self:
         """Add a node: ``fn(state)`` or ``fn(state, ctx)``, sync or async, returning a delta.
 
+        ``fn`` may also be a graph (a ``StateGraph`` or a compiled ``Workflow``): a
+        *subgraph*. It runs as a run of its own, nested under this one in the same store
+        (``run.children()``), on the parent's state (or only ``input_keys``); when it ends,
+        the keys it changed (or only ``output_keys``) come back as this node's delta.
+        An interrupt inside it pauses the parent, and is decided from the parent.
+
         Args:
             name: unique within the graph.
-            fn: the node's function.
+            fn: the node's function, or a graph.
             description: shown in diagrams.
             timeout: seconds an attempt may take before it is cancelled.
             retry: a :class:`~agentnb.resilience.Retry` policy, or a number of attempts.
@@ -185,6 +221,31 @@ class StateGraph(Drawable):
                 f"node {name!r} is already defined",
                 culprit=name,
                 fix="Give each node a unique name.",
+            )
+        subgraph = _subgraph_of(fn)
+        if subgraph is not None:
+            if subgraph is self:
+                raise DefinitionError(
+                    f"node {name!r}: a graph cannot be a node of itself",
+                    culprit=name,
+                    fix="Build the inner graph separately.",
+                )
+            self.nodes[name] = NodeSpec(
+                name,
+                _run_subgraph,
+                False,
+                True,
+                description or f"subgraph {subgraph.name!r}",
+                subgraph=subgraph,
+                input_keys=None if input_keys is None else tuple(input_keys),
+                output_keys=None if output_keys is None else tuple(output_keys),
+            )
+            return self
+        if input_keys is not None or output_keys is not None:
+            raise DefinitionError(
+                f"node {name!r}: input_keys/output_keys apply to subgraphs only",
+                culprit=name,
+                fix="Pass a StateGraph or Workflow as the node, or drop the keys.",
             )
         if not callable(fn):
             raise DefinitionError(
@@ -220,17 +281,33 @@ class StateGraph(Drawable):
         self.entry = name
         return self
 
-    def add_edge(self, source: str, target: str) -> Self:
-        """After ``source`` runs, go to ``target`` (a node or ``END``)."""
+    def add_edge(self, source: str | Sequence[str], target: str) -> Self:
+        """After ``source`` runs, go to ``target`` (a node or ``END``).
+
+        Several edges from one node fan out: all their targets run in the next superstep,
+        concurrently. A list of sources is a join: ``add_edge(["b", "c"], "d")`` runs ``d``
+        once, after both ``b`` and ``c`` have run.
+        """
         if source == START:
             return self.set_entry_point(target)
-        if source in self.edges and self.edges[source] != target:
+        if not isinstance(source, str):
+            if isinstance(source, Sequence) and all(isinstance(s, str) for s in source):
+                sources = tuple(dict.fromkeys(source))
+                if len(sources) == 1:
+                    return self.add_edge(sources[0], target)
+                if sources:
+                    join = Join(sources, target)
+                    if join not in self.joins:
+                        self.joins.append(join)
+                    return self
             raise DefinitionError(
-                f"node {source!r} already has an edge to {self.edges[source]!r}",
-                culprit=source,
-                fix="A node has one plain edge; use add_conditional_edge() to branch.",
+                f"the source of an edge must be a node name or a list of them, not {source!r}",
+                culprit=repr(source),
+                fix='Write add_edge("a", "b"), or add_edge(["a", "b"], "c") for a join.',
             )
-        self.edges[source] = target
+        targets = self.edges.setdefault(source, [])
+        if target not in targets:
+            targets.append(target)
         return self
 
     def add_conditional_edge(
@@ -343,15 +420,22 @@ class StateGraph(Drawable):
         *,
         max_steps: int | None = None,
         lease_seconds: float = 30.0,
+        max_concurrency: int = 16,
+        keep_streams: bool = True,
         identity: IdentityProvider | None = None,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
         Args:
             checkpointer: where runs are saved; an in-memory store when omitted.
-            max_steps: the most nodes one run may execute; past it the run fails. The
+            max_steps: the most supersteps one run may execute (in a linear workflow, one
+                node each); past it the run fails. The
                 graph's own ``max_steps`` (25 unless set) when omitted.
             lease_seconds: how long a worker's claim on a run lasts without a write.
+            max_concurrency: how many tasks of one superstep run at once (async nodes on
+                the event loop, sync nodes in a thread pool of this size).
+            keep_streams: save what nodes ``ctx.emit`` (one event per kind and step);
+                ``False`` streams it live only.
             identity: who this process is (a ``callable() -> Identity``) for the runs it
                 starts and the decisions it makes; the checkpointer's provider (JupyterHub's
                 user, else the OS user) when omitted.
@@ -360,5 +444,11 @@ class StateGraph(Drawable):
 
         steps = self.max_steps if max_steps is None else max_steps
         return Workflow(
-            self, checkpointer, max_steps=steps, lease_seconds=lease_seconds, identity=identity
+            self,
+            checkpointer,
+            max_steps=steps,
+            lease_seconds=lease_seconds,
+            max_concurrency=max_concurrency,
+            keep_streams=keep_streams,
+            identity=identity,
         )

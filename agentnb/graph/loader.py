@@ -263,14 +263,16 @@ def _structure_problems(data: dict[str, Any], broken: set[str]) -> list[SchemaPr
         list(enumerate(_interrupt_nodes(data.get(key, [])) if sound(broken, key) else []))
         for key in ("interrupt_before", "interrupt_after")
     )
+    edges = list(items(data, "edges", broken))
     findings = check_graph(
         [spec["name"] for _, spec in nodes(data)],
         data["entry"],
-        [(i, e["source"], e["target"]) for i, e in items(data, "edges", broken)],
+        [(i, e["source"], e["target"]) for i, e in edges if isinstance(e["source"], str)],
         [(k, b["source"], b["targets"]) for k, b in items(data, "conditional_edges", broken)],
         before,
         after,
         complete=not (problems or broken),
+        joins=[(i, e["source"], e["target"]) for i, e in edges if isinstance(e["source"], list)],
     )
     for f in findings:
         # A node given as a bare string is its own name: $.nodes[1], not $.nodes[1].name.
@@ -306,6 +308,25 @@ def _build(
     graph = LoadedGraph(data["name"], reducers=reducers, max_steps=int(data.get("max_steps", 25)))
     graph.description, graph.source, graph.digest = data.get("description", ""), source, digest
     for path, spec in nodes(data):
+        # "fn" belongs to a function node; "input_keys"/"output_keys" to a subgraph node.
+        keys = ("fn", "input_keys", "output_keys")
+        stray = [k for k in keys if k in spec and (k == "fn") == ("subgraph" in spec)]
+        if stray:
+            at = json_path((*path[:2], stray[0]))
+            fix = 'Give a node "fn", or "subgraph" with its "input_keys"/"output_keys"'
+            problems.append(SchemaProblem(at, f"{stray[0]!r} does not fit this node", fix))
+            continue
+        if "subgraph" in spec:
+            attempt(
+                (*path[:2], "subgraph"),
+                graph.add_node,
+                spec["name"],
+                registry[spec["subgraph"]],
+                description=spec.get("description"),
+                input_keys=spec.get("input_keys"),
+                output_keys=spec.get("output_keys"),
+            )
+            continue
         attempt(
             (*path[:2], "fn") if "fn" in spec else path,
             graph.add_node,

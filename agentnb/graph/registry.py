@@ -73,8 +73,11 @@ def references(data: Any) -> list[tuple[Path, str, str]]:
     for path, spec in nodes(data):
         if spec["name"] in RESERVED:
             continue  # not a node: reported as such
-        fn_path = (*path[:2], "fn") if "fn" in spec else path
-        refs.append((fn_path, "function", spec.get("fn", spec["name"])))
+        if "subgraph" in spec:
+            refs.append(((*path[:2], "subgraph"), "subgraph", spec["subgraph"]))
+        else:
+            fn_path = (*path[:2], "fn") if "fn" in spec else path
+            refs.append((fn_path, "function", spec.get("fn", spec["name"])))
         retried = spec["retry"].get("exceptions") if isinstance(spec.get("retry"), dict) else None
         refs += [
             ((*path[:2], "retry", "exceptions", j), "exception", n) for j, n in targets(retried)
@@ -97,8 +100,16 @@ def resolve(role: str, name: str, registry: Registry) -> Any:
     return registry.get(name)
 
 
+def is_graph(value: Any) -> bool:
+    """A ``StateGraph``, or a compiled ``Workflow`` (which keeps its graph)."""
+    from agentnb.graph.builder import StateGraph
+
+    return isinstance(value, StateGraph) or isinstance(getattr(value, "graph", None), StateGraph)
+
+
 WANTED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "function": (callable, "a function fn(state) or fn(state, ctx)"),
+    "subgraph": (is_graph, "a StateGraph or a compiled Workflow"),
     "router": (callable, "a function router(state) -> outcome"),
     "reducer": (callable, "a function reducer(current, new) -> merged value"),
     "exception": (exception_type, "an exception class"),
@@ -132,6 +143,11 @@ def placeholders(data: Any, source: str) -> dict[str, Any]:
     for _, role, name in references(data):
         if role == "exception":
             registry[name] = resolve(role, name, {}) or type(name, (Exception,), {})
+        elif role == "subgraph" and name not in registry:
+            from agentnb.graph.builder import StateGraph
+
+            inner = StateGraph(name).add_node(name, _placeholder("function", name, source))
+            registry[name] = inner.set_entry_point(name)
         elif name not in registry:
             registry[name] = _placeholder(role, name, source)
     return registry

@@ -23,7 +23,16 @@ from typing import Literal, TypeAlias
 from agentnb._json import json_path
 from agentnb.graph.builder import END, RESERVED, START
 
-__all__ = ["BranchSpec", "EdgeSpec", "Finding", "Form", "InterruptSpec", "check_graph", "suggest"]
+__all__ = [
+    "BranchSpec",
+    "EdgeSpec",
+    "Finding",
+    "Form",
+    "InterruptSpec",
+    "JoinSpec",
+    "check_graph",
+    "suggest",
+]
 
 Path: TypeAlias = tuple[str | int, ...]
 Form: TypeAlias = Literal["code", "file"]
@@ -33,6 +42,8 @@ BranchSpec: TypeAlias = tuple[int, str, Sequence[str] | Mapping[str, str]]
 """``(index, source, targets)`` of a conditional edge; targets as declared (list or mapping)."""
 InterruptSpec: TypeAlias = tuple[int, str]
 """``(index, node)`` of an interrupt."""
+JoinSpec: TypeAlias = tuple[int, Sequence[str], str]
+"""``(index, sources, target)`` of a join; in a file it is an edge whose source is a list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,7 @@ def check_graph(
     *,
     form: Form = "file",
     complete: bool = True,
+    joins: Sequence[JoinSpec] = (),
 ) -> list[Finding]:
     """Every broken rule, in order: nodes, entry, edges, conditional edges, interrupts.
 
@@ -78,8 +90,9 @@ def check_graph(
         nodes: node names in declaration order. A node's name is at ``("nodes", i, "name")``
             (a file that names a node with a bare string has it at ``("nodes", i)``).
         entry: the node runs start at, if one was named.
-        edges: plain edges; branches: conditional edges; interrupts_before/after: the
-            nodes to pause at, each with its index.
+        edges: plain edges (several from one node fan out); joins: edges from a list of
+            sources (in a file, at ``("edges", i)`` too); branches: conditional edges;
+            interrupts_before/after: the nodes to pause at, each with its index.
         form: ``"code"`` words the findings for a :class:`StateGraph`, ``"file"`` for a
             workflow file (see the module docstring).
         complete: ``False`` when some parts were left out because they have problems of
@@ -95,6 +108,7 @@ def check_graph(
     rules.check_entry(entry)
     plain = rules.check_edges(edges)
     following = rules.check_branches(branches, plain)
+    rules.check_joins(joins, following)
     rules.check_interrupts("before", interrupts_before)
     rules.check_interrupts("after", interrupts_after)
     if rules.findings or not complete or entry is None:
@@ -153,9 +167,9 @@ class _Rules:
             fix = f"Add it with add_node({entry!r}, fn) or enter at one of {sorted(self.known)}"
             self.add(("entry",), f"the entry point {entry!r} is not a node", fix, entry)
 
-    def check_edges(self, edges: Sequence[EdgeSpec]) -> dict[str, tuple[int, str]]:
-        """The rules of plain edges; returns each source's first edge, ``(index, target)``."""
-        plain: dict[str, tuple[int, str]] = {}
+    def check_edges(self, edges: Sequence[EdgeSpec]) -> dict[str, list[tuple[int, str]]]:
+        """The rules of plain edges; returns each source's edges, ``(index, target)``."""
+        plain: dict[str, list[tuple[int, str]]] = {}
         for i, source, target in edges:
             what = f"the edge {source!r} -> {target!r}"
             if source == START:
@@ -165,26 +179,35 @@ class _Rules:
             else:
                 self.check_name(("edges", i, "source"), source, what, end_ok=False)
             self.check_name(("edges", i, "target"), target, what)
-            if source in plain:
-                j, other = plain[source]
-                aside = _aside(f"to {other!r}", self.at(("edges", j)))
-                fix = "A node has one plain edge: remove one, or branch with a conditional edge"
-                self.add(("edges", i), f"node {source!r} already has an edge{aside}", fix, source)
-            plain.setdefault(source, (i, target))
+            same = [j for j, other in plain.get(source, []) if other == target]
+            if same:
+                aside = _aside(self.at(("edges", same[0])))
+                fix = "Remove the duplicate (several edges from one node fan out)"
+                self.add(("edges", i), f"{what} is declared twice{aside}", fix, source)
+            plain.setdefault(source, []).append((i, target))
         return plain
 
+    def check_joins(self, joins: Sequence[JoinSpec], following: dict[str, list[str]]) -> None:
+        """The rules of joins; each source can lead to the join's target."""
+        for i, sources, target in joins:
+            what = f"the join {list(sources)!r} -> {target!r}"
+            for k, source in enumerate(sources):
+                if self.check_name(("edges", i, "source", k), source, what, end_ok=False):
+                    following.setdefault(source, []).append(target)
+            self.check_name(("edges", i, "target"), target, what)
+
     def check_branches(
-        self, branches: Sequence[BranchSpec], plain: dict[str, tuple[int, str]]
+        self, branches: Sequence[BranchSpec], plain: dict[str, list[tuple[int, str]]]
     ) -> dict[str, list[str]]:
         """The rules of conditional edges; returns where each node can go next."""
-        following = {source: [target] for source, (_, target) in plain.items()}
+        following = {source: [t for _, t in edges] for source, edges in plain.items()}
         first: dict[str, int] = {}
         for k, source, targets in branches:
             here: Path = ("conditional_edges", k)
             what = f"a conditional edge from {source!r}"
             if self.check_name((*here, "source"), source, what, end_ok=False):
                 if source in plain:
-                    j, other = plain[source]
+                    j, other = plain[source][0]
                     aside = _aside(f"to {other!r}", self.at(("edges", j)))
                     self.add(
                         (*here, "source"),

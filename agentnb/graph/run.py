@@ -21,11 +21,23 @@ from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
+    ApprovalNotPending,
     IncompatibleWorkflow,
+    InvalidAnswer,
+    InvalidDecision,
+    InvalidState,
+    TaskNotNamed,
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
-from agentnb.store.base import CheckpointWrite, new_owner
+from agentnb.graph.superstep import Frontier, plan
+from agentnb.store.base import (
+    CheckpointWrite,
+    DecisionEdit,
+    check_decision,
+    new_owner,
+    pending_digest,
+)
 from agentnb.store.policy import RunPolicy
 from agentnb.store.records import (
     Checkpoint,
@@ -33,16 +45,20 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingTask,
     RunRecord,
     Status,
 )
 
 if TYPE_CHECKING:
+    from agentnb.graph.driver import Position
     from agentnb.graph.workflow import Workflow
+    from agentnb.store.base import Checkpointer
 
 __all__ = ["NodeContext", "Run", "StepResult"]
 
 _BUILTIN_TYPES = frozenset(t.value for t in EventType)
+_NOT_DONE = object()  # ctx.once found no recorded result
 
 
 class NodeContext:
@@ -50,23 +66,45 @@ class NodeContext:
 
     Attributes:
         run_id: the run's id.
-        step: how many nodes ran before this one (0 for the first).
+        step: how many supersteps ran before this one (0 for the first).
         node: this node's name.
-        idempotency_key: stable for this run, step and node — the same when the step is
-            re-executed after a crash — so a payment API can de-duplicate the call.
+        task_id: this task's id in its superstep: the node's name, or ``node[i]`` for the
+            i-th :class:`~agentnb.Send` to it.
+        idempotency_key: stable for this run, superstep and task — the same when the task
+            is re-executed after a crash — so a payment API can de-duplicate the call.
     """
 
-    __slots__ = ("_run", "_sink", "idempotency_key", "node", "run_id", "step")
+    __slots__ = (
+        "_asked",
+        "_sink",
+        "_store",
+        "_stream",
+        "idempotency_key",
+        "node",
+        "run_id",
+        "step",
+        "task_id",
+    )
 
     def __init__(
-        self, run: Run, node: str, step: int, sink: Callable[[str, dict[str, Any]], None]
+        self,
+        store: Checkpointer,
+        run_id: str,
+        node: str,
+        step: int,
+        sink: Callable[[str, dict[str, Any]], None],
+        task_id: str | None = None,
+        stream: Callable[[str, Any], None] | None = None,
     ) -> None:
-        self._run = run
-        self._sink = sink  # records an event with the step in flight
-        self.run_id = run.run_id
+        self._store = store
+        self._stream = stream
+        self._sink = sink  # records an event with the task in flight
+        self.run_id = run_id
         self.node = node
         self.step = step
-        self.idempotency_key = f"{run.run_id}:{step}:{node}"
+        self.task_id = task_id or node
+        self.idempotency_key = f"{run_id}:{step}:{self.task_id}"
+        self._asked = 0
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run the side effect ``fn()`` at most once for this step; return its result.
@@ -78,7 +116,7 @@ class NodeContext:
         repeat it: pass ``ctx.idempotency_key`` to the service too, so it de-duplicates.
         """
         key, found = self._recorded(name)
-        if found is not None:
+        if found is not _NOT_DONE:
             return found
         result = fn()
         if inspect.isawaitable(result):
@@ -91,7 +129,7 @@ class NodeContext:
     async def aonce(self, name: str, fn: Callable[[], Any]) -> Any:
         """Async twin of :meth:`once`: ``fn()`` may return an awaitable."""
         key, found = self._recorded(name)
-        if found is not None:
+        if found is not _NOT_DONE:
             return found
         result = fn()
         if inspect.isawaitable(result):
@@ -102,30 +140,64 @@ class NodeContext:
         if not isinstance(name, str) or not name:
             raise AgentnbError(f"ctx.once({name!r}, ...): name the side effect with a string")
         key = f"{self.idempotency_key}:{name}"
-        stored = self._run.workflow.checkpointer.recorded_effect(key)
-        if stored is None:
-            return key, None
+        stored = self._store.recorded_effect(key)
+        if stored is None:  # a recorded None is the JSON text "null", not None
+            return key, _NOT_DONE
         self._sink(EventType.EFFECT_REPLAYED, {"name": name, "key": key})
         return key, loads(stored)
 
     def _record(self, key: str, name: str, result: Any) -> Any:
         text = dumps(result, root=f"ctx.once({name!r}) result")
-        stored = self._run.workflow.checkpointer.record_effect(
+        stored = self._store.record_effect(
             key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
         )
         self._sink(EventType.EFFECT, {"name": name, "key": key})
         return loads(stored)
 
-    def emit(self, type: str, payload: dict[str, Any] | None = None) -> None:
-        """Record a custom event; it is saved with this step and streamed after it."""
-        if type in _BUILTIN_TYPES or not isinstance(type, str) or not type:
+    def interrupt(self, question: Any) -> Any:
+        """Ask a person a question; return their answer.
+
+        ``question`` is ``{"question": "...", "schema": {JSON Schema}}`` (a bare string is
+        a question without a schema). The first time, the run pauses here: the node stops,
+        the run is ``pending``, and ``run.respond(value, by=...)`` records the answer
+        (exactly once, audited, checked against the schema).
+
+        On resume the node runs again **from its start**: everything before this call
+        happens again, except what went through :meth:`once`, which returns its recorded
+        result — so put side effects before a question in ``ctx.once``. This call then
+        returns the recorded answer. A node may ask several questions; they are answered
+        in order, one pause each.
+        """
+        from agentnb.graph.questions import Asked, check_question
+
+        asked = check_question(question)
+        check(asked, root="ctx.interrupt question")
+        index = self._asked
+        self._asked += 1
+        key = f"{self.idempotency_key}:interrupt:{index}"
+        stored = self._store.recorded_effect(key)
+        if stored is None:
+            raise Asked(asked, key, index)
+        return loads(stored)
+
+    def emit(self, kind: str, data: Any = None) -> None:
+        """Stream ``data`` (any JSON value: a token, a progress dict) out of the running node.
+
+        A reader of ``run.astream(mode="custom")`` gets it at once, as an
+        :class:`~agentnb.graph.streams.Emitted`. The store gets one event per kind at the
+        end of the step, ``{"data": [...], "count": n}`` (bounded: see
+        :mod:`agentnb.graph.streams`), or nothing with ``compile(keep_streams=False)``.
+        """
+        if kind in _BUILTIN_TYPES or not isinstance(kind, str) or not kind:
             raise AgentnbError(
-                f"ctx.emit({type!r}): custom event types must be non-empty strings other "
+                f"ctx.emit({kind!r}): custom event types must be non-empty strings other "
                 f"than the built-in ones ({', '.join(sorted(_BUILTIN_TYPES))})"
             )
-        payload = dict(payload or {})
-        check(payload, root=f"ctx.emit({type!r}) payload")
-        self._sink(type, payload)
+        check(data, root=f"ctx.emit({kind!r}) data")
+        if self._stream is None:
+            self._sink(kind, {"data": [data], "count": 1})
+        else:
+            self._stream(kind, data)
 
 
 @dataclass(frozen=True)
@@ -134,12 +206,19 @@ class StepResult:
 
     run_id: str
     node: str | None
-    """The node that executed, or ``None`` when nothing could (pending, finished, ...)."""
+    """The (first) node that executed, or ``None`` when nothing could (pending, ...)."""
     delta: dict[str, Any] | None
+    """What that node returned, when it was the only task; else see ``tasks``."""
     status: Status
     next: str
-    """The node that runs next (``END`` when finished)."""
+    """The (first) node that runs next (``END`` when finished)."""
     events: list[Event] = field(repr=False)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every task this superstep ran, ``task id -> delta``, in merge order (a task id is
+    the node's name, or ``node[i]`` for the i-th Send to it)."""
+    recovered: tuple[str, ...] = ()
+    """Tasks of this superstep that had finished before a crash: their saved results were
+    merged and they did not run again."""
 
     def __str__(self) -> str:
         if self.node is None:
@@ -147,6 +226,10 @@ class StepResult:
             if self.status == Status.PENDING:
                 what += f", waiting for approval before {self.next!r}"
             return what
+        if len(self.tasks) > 1 or self.recovered:
+            ran = ", ".join(repr(t) for t in self.tasks)
+            saved = f" (saved before: {', '.join(self.recovered)})" if self.recovered else ""
+            return f"ran {ran}{saved} → {self.next!r}  [{self.status}]"
         return f"ran {self.node!r} → {self.next!r}  delta={self.delta}  [{self.status}]"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -164,6 +247,7 @@ class Run(Drawable, HasTimeline, Viewable):
         self._record = record
         self._state_json = ""
         self._state: dict[str, Any] = {}
+        self._frontier = Frontier.at(record.node)
         self._load_state(record)
 
     # -- construction ------------------------------------------------------------------
@@ -178,6 +262,7 @@ class Run(Drawable, HasTimeline, Viewable):
         node: str | None = None,
         step: int = 0,
         origin: dict[str, Any] | None = None,
+        tasks: dict[str, Any] | None = None,
     ) -> Run:
         check(state, root="state")
         state_json = dumps(state)
@@ -206,9 +291,12 @@ class Run(Drawable, HasTimeline, Viewable):
         started_by = workflow.identity()
         payload["started_by"] = started_by.name
         started = Event(run_id, 1, step, EventType.RUN_STARTED, node, payload, now)
+        checkpoint = CheckpointWrite(
+            step, node, state_json, None if tasks is None else dumps(tasks)
+        )
         workflow.checkpointer.create_run(
             record,
-            CheckpointWrite(step, node, state_json),
+            checkpoint,
             [started],
             started_by=started_by,
             policies=workflow.policies,
@@ -249,6 +337,7 @@ class Run(Drawable, HasTimeline, Viewable):
             node=checkpoint.node,
             step=checkpoint.step,
             origin=origin,
+            tasks=checkpoint.tasks,
         )
 
     @classmethod
@@ -261,7 +350,14 @@ class Run(Drawable, HasTimeline, Viewable):
         cp = self._store.checkpoint(record.run_id)
         self._state = cp.state
         self._state_json = dumps(cp.state)
+        self._frontier = Frontier.at(cp.node, cp.tasks)
         self._record = record
+
+    def _adopt(self, position: Position) -> None:
+        """Take over where a driver left the run."""
+        self._record = position.record
+        self._state, self._state_json = position.state, position.state_json
+        self._frontier = position.frontier
 
     def _sync(self, record: RunRecord) -> None:
         """Adopt ``record``; reload the state only if another worker moved the run."""
@@ -289,8 +385,15 @@ class Run(Drawable, HasTimeline, Viewable):
 
     @property
     def steps(self) -> int:
-        """How many nodes have executed (of ``record.max_steps``)."""
+        """How many supersteps have executed (of ``record.max_steps``); in a linear
+        workflow, how many nodes."""
         return self.record.step
+
+    @property
+    def tasks(self) -> list[str]:
+        """The ids of the tasks the next superstep runs, in merge order."""
+        self._sync(self._store.get_run(self.run_id))
+        return [t.id for t in plan(self.workflow, self._frontier)]
 
     @property
     def state(self) -> dict[str, Any]:
@@ -342,13 +445,48 @@ class Run(Drawable, HasTimeline, Viewable):
         by: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Record ``approved`` or ``rejected`` for the paused boundary (exactly once).
 
-        ``by`` is the name kept in the audit; the interrupt's approver policy is checked
-        against ``workflow.identity()`` — who this process vouches for — and a refusal
-        raises :class:`~agentnb.NotAuthorized` (audited, nothing changed).
+        When a superstep holds several tasks (``run.pending()``), each is decided on its
+        own: name it with ``task``. The run continues once all are approved; rejecting
+        one rejects the run. ``update`` edits the state before the node runs (see
+        :meth:`approve`).
         """
+        edit = None
+        inside = self._inside(task)
+        if inside is not None:  # the pause is in a subgraph: decide it there first
+            child, name = inside
+            if child.record.status == Status.PENDING:
+                child.decide(decision, by=by, comment=comment, update=update)
+            update = None
+            task = name if self.pending() else None
+        if update is not None and decision == "approved":
+            edit, expected_digest = self._edit(update, expected_digest)
+        return self._decide(decision, by, comment, expected_digest, task, edit)
+
+    def _inside(self, task: str | None) -> tuple[Run, str] | None:
+        """The child run the current pause is in (and the task it runs as), if any."""
+        paused = self._questions("child")
+        if task is not None:
+            paused = {t: p for t, p in paused.items() if t == task}
+        if len(paused) != 1:
+            return None
+        name, pause = next(iter(paused.items()))
+        child = Run._attach(self.workflow._child(pause["node"]), pause["child"])
+        return child, name
+
+    def _decide(
+        self,
+        decision: str,
+        by: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+        edit: DecisionEdit | None,
+    ) -> Decision:
         seen = self._record.seq
         decision_record = self._store.decide(
             self.run_id,
@@ -356,25 +494,176 @@ class Run(Drawable, HasTimeline, Viewable):
             by,
             comment=comment,
             expected_digest=expected_digest,
+            task=task,
+            edit=edit,
             identity=self.workflow.identity(),
             checks=self.workflow.policy_checks,
         )
-        self._sync(self._store.get_run(self.run_id))
+        record = self._store.get_run(self.run_id)
+        if edit is not None and edit.state_json is not None:
+            self._load_state(record)  # the approved state is the pending step's checkpoint
+        else:
+            self._sync(record)
         if self.workflow.listeners:
             self.workflow._notify(self._store.events(self.run_id, after=seen))
         return decision_record
 
+    def _edit(
+        self, update: dict[str, Any], expected_digest: str | None
+    ) -> tuple[DecisionEdit, str | None]:
+        """The edited state an approval carries, bound to the digest of what was shown."""
+        if not isinstance(update, dict):
+            raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
+        try:
+            check(update, root="update")
+        except InvalidState as exc:
+            raise InvalidDecision(f"{exc}; nothing was decided") from exc
+        record = self._store.get_run(self.run_id)
+        checkpoint = self._store.checkpoint(self.run_id)
+        state = apply_delta(checkpoint.state, update, self.workflow.reducers)
+        state_json = dumps(state, root="approved state")
+        shown = expected_digest or record.pending_digest
+        edit = DecisionEdit(
+            state_json=state_json,
+            tasks_json=None if checkpoint.tasks is None else dumps(checkpoint.tasks),
+            update=update,
+            approved_digest=pending_digest(self.run_id, record.node, record.step, state_json),
+        )
+        return edit, shown
+
     def approve(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
-        """Approve the pending node; ``step()``/``run()`` then executes it."""
-        return self.decide("approved", by=by, comment=comment, expected_digest=expected_digest)
+        """Approve the pending node (or held ``task``); ``step()``/``run()`` then runs it.
+
+        ``update`` approves with edits: those keys (JSON, merged by the reducers) change
+        the state before the node runs. The decision is bound to the state shown (the
+        pending digest, or ``expected_digest``), and the audit keeps the edit and the
+        digest of the state approved.
+        """
+        return self.decide(
+            "approved",
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            update=update,
+        )
 
     def reject(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Reject the pending node: the run ends ``rejected`` and the node never runs."""
-        return self.decide("rejected", by=by, comment=comment, expected_digest=expected_digest)
+        return self.decide(
+            "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
+        )
+
+    @property
+    def question(self) -> dict[str, Any] | None:
+        """The question the run waits on (``ctx.interrupt``), or ``None``.
+
+        ``{"question": ..., "schema": ..., "task": ..., "digest": ...}``.
+        """
+        record = self.record
+        if record.status != Status.PENDING:
+            return None
+        asked = self._questions()
+        if not asked:
+            inside = self._inside(None)
+            return None if inside is None else inside[0].question
+        return next(iter(asked.values()), None)
+
+    def _questions(self, when: str = "input") -> dict[str, dict[str, Any]]:
+        """The unanswered questions (or the paused subgraphs, ``when="child"``) of the
+        current pause, by task id."""
+        waiting = [t.task_id for t in self.pending()]
+        latest: dict[str, Event] = {}
+        for event in self._store.events(self.run_id):
+            if event.type == EventType.INTERRUPTED:
+                latest[str(event.payload.get("task", "")) if waiting else ""] = event
+        found: dict[str, dict[str, Any]] = {}
+        for task in waiting or [""]:
+            paused = latest.get(task)
+            if paused is not None and paused.payload.get("when") == when:
+                p = paused.payload
+                name = task or str(paused.node)
+                found[name] = {**p.get("question", {}), "task": name, "digest": p["digest"]}
+                found[name].update(key=p.get("key"), child=p.get("child"), node=paused.node)
+        return found
+
+    def respond(
+        self,
+        value: Any,
+        *,
+        by: str,
+        comment: str | None = None,
+        task: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Answer the node's question (``ctx.interrupt``); the run then continues with it.
+
+        Checked against the question's schema first: a mismatch raises
+        :class:`~agentnb.errors.InvalidAnswer` and the run stays paused. Recorded exactly
+        once and audited like an approval; on resume the node runs again from its start
+        and ``ctx.interrupt`` returns ``value``.
+
+        Raises:
+            InvalidAnswer: ``value`` does not fit the schema.
+            ApprovalNotPending: the run is not waiting for an answer (answered already?).
+        """
+        from agentnb.graph.questions import answer_problems
+
+        check_decision("approved", by)
+        inside = self._inside(task)
+        if inside is not None:  # the question is in a subgraph: answer it there
+            child, name = inside
+            if child.record.status == Status.PENDING:
+                child.respond(value, by=by, comment=comment)
+            held = name if self.pending() else None
+            return self._decide("approved", by, comment, expected_digest, held, None)
+        asked = self._questions()
+        if task is not None:
+            asked = {t: q for t, q in asked.items() if t == task}
+        if not asked:
+            raise ApprovalNotPending(self.run_id, self.record.status, self.record.decided_by)
+        if len(asked) > 1:
+            raise TaskNotNamed(self.run_id, list(asked))
+        name, question = next(iter(asked.items()))
+        problems = answer_problems(value, question.get("schema", {}))
+        try:
+            check(value, root="answer")
+        except InvalidState as exc:
+            problems.append(("$.answer", str(exc)))
+        if problems:
+            raise InvalidAnswer(self.run_id, problems)
+        edit = DecisionEdit(answer_key=question["key"], answer_json=dumps(value))
+        held = name if self.pending() else None
+        digest = expected_digest or question["digest"]
+        return self._decide("approved", by, comment, digest, held, edit)
+
+    def children(self) -> list[Run]:
+        """The runs of this run's subgraph nodes (each may have children of its own)."""
+        from agentnb.graph.subgraph import children
+
+        return children(self)
+
+    def pending(self) -> list[PendingTask]:
+        """The tasks of this superstep awaiting approval, when an interrupt holds several.
+
+        Empty for a run paused at one boundary (approve it without naming a task).
+        """
+        return [t for t in self._store.pending_tasks(self.run_id) if t.status == "pending"]
 
     async def adecide(
         self,
@@ -383,6 +672,7 @@ class Run(Drawable, HasTimeline, Viewable):
         by: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
@@ -392,40 +682,72 @@ class Run(Drawable, HasTimeline, Viewable):
         import asyncio
 
         return await asyncio.to_thread(
-            self.decide, decision, by=by, comment=comment, expected_digest=expected_digest
+            self.decide,
+            decision,
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
         )
 
     async def aapprove(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`approve`."""
         return await self.adecide(
-            "approved", by=by, comment=comment, expected_digest=expected_digest
+            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
 
     async def areject(
-        self, *, by: str, comment: str | None = None, expected_digest: str | None = None
+        self,
+        *,
+        by: str,
+        comment: str | None = None,
+        expected_digest: str | None = None,
+        task: str | None = None,
     ) -> Decision:
         """Async twin of :meth:`reject`."""
         return await self.adecide(
-            "rejected", by=by, comment=comment, expected_digest=expected_digest
+            "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
 
     # -- driving -------------------------------------------------------------------------
 
     async def astep(self) -> StepResult:
-        """Execute exactly one node, or stop at an interrupt; return what happened."""
-        events = [e async for e in self._drive(max_nodes=1)]
+        """Execute one superstep (one node, in a linear workflow), or stop at an interrupt."""
+        from agentnb.graph.driver import Driver
+
+        driver = Driver(self.workflow, self.owner, self._position())
+        try:
+            events = [e async for e in driver.drive(1) if isinstance(e, Event)]
+        finally:
+            self._adopt(driver.position)
         started = [e for e in events if e.type == EventType.NODE_START]
-        updates = [e for e in events if e.type == EventType.STATE_UPDATE]
         record = self._record
+        ran = driver.ran
+        first = started[0].node if started else None
+        if first is None and driver.recovered:
+            first = next((e.node for e in events if e.type == EventType.STATE_UPDATE), None)
+        tasks: dict[str, dict[str, Any]] = {}
+        for e in events:
+            if e.type == EventType.STATE_UPDATE:
+                task = str(e.payload.get("task", e.node))
+                if task in ran:
+                    tasks[task] = e.payload["delta"]
         return StepResult(
             run_id=self.run_id,
-            node=started[0].node if started else None,
-            delta=updates[0].payload["delta"] if updates else None,
+            node=first,
+            delta=next(iter(tasks.values())) if len(tasks) == 1 else None,
             status=record.status,
             next=record.node,
             events=events,
+            tasks=tasks,
+            recovered=tuple(driver.recovered),
         )
 
     def step(self) -> StepResult:
@@ -442,20 +764,40 @@ class Run(Drawable, HasTimeline, Viewable):
         """Sync twin of :meth:`arun`."""
         return run_sync(self.arun())
 
-    def astream(self) -> AsyncIterator[Event]:
-        """Drive the run to the next pause or the end, yielding events as they happen."""
-        return self._drive(max_nodes=None)
+    def astream(self, *, mode: str = "events") -> AsyncIterator[Any]:
+        """Drive the run to the next pause or the end, yielding as things happen.
 
-    def stream(self) -> Iterator[Event]:
+        ``mode="events"`` yields the run's :class:`~agentnb.Event` records;
+        ``mode="custom"`` yields what nodes emit (``ctx.emit``) while they run, each an
+        :class:`~agentnb.graph.streams.Emitted`.
+        """
+        if mode not in ("events", "custom"):
+            raise AgentnbError(f"astream(mode={mode!r}): use mode='events' or mode='custom'")
+        return self._drive(max_nodes=None, mode=mode)
+
+    def stream(self, *, mode: str = "events") -> Iterator[Any]:
         """Sync twin of :meth:`astream`."""
-        return iterate_sync(self._drive(max_nodes=None))
+        return iterate_sync(self.astream(mode=mode))
 
-    async def _drive(self, max_nodes: int | None) -> AsyncIterator[Event]:
+    async def _drive(self, max_nodes: int | None, mode: str = "events") -> AsyncIterator[Any]:
         from agentnb.graph.driver import Driver
 
-        driver = Driver(self)
-        async for event in driver.drive(max_nodes):
-            yield event
+        driver = Driver(self.workflow, self.owner, self._position())
+        if mode == "custom":
+            from agentnb.graph.streams import Emitted, Live
+
+            driver.live = Live()
+        try:
+            async for event in driver.drive(max_nodes):
+                if mode == "events" or isinstance(event, Emitted):
+                    yield event
+        finally:
+            self._adopt(driver.position)
+
+    def _position(self) -> Position:
+        from agentnb.graph.driver import Position
+
+        return Position(self._record, self._state, self._state_json, self._frontier)
 
 
 def _check_compatible(workflow: Workflow, record: RunRecord) -> None:

@@ -12,14 +12,17 @@ in a live process is exactly what it would see after a restart (tuples arrive as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from agentnb.errors import ConflictingUpdate
 
 __all__ = [
     "DEFAULT_REDUCERS",
     "Reducer",
     "append",
     "apply_delta",
+    "merge_writes",
     "replace",
 ]
 
@@ -49,4 +52,38 @@ def apply_delta(
     for key, value in delta.items():
         reducer = reducers.get(key, replace)
         merged[key] = value if reducer is replace else reducer(state.get(key), value)
+    return merged
+
+
+def merge_writes(
+    state: dict[str, Any],
+    writes: Sequence[tuple[str, Mapping[str, Any]]],
+    reducers: Mapping[str, Reducer],
+    *,
+    run_id: str = "?",
+    step: int = 0,
+    replacing: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Merge the deltas of one superstep, ``(task id, delta)`` in merge order.
+
+    Each delta goes through the reducers in turn, so the result does not depend on which
+    task finished first. A key written by two tasks must have a reducer.
+
+    The tasks in ``replacing`` (subgraphs, which merged with the reducers already) set
+    their keys' values as they are.
+
+    Raises:
+        ConflictingUpdate: two tasks wrote a key that has no reducer.
+    """
+    writer: dict[str, str] = {}
+    for task, delta in writes:
+        for key in delta:
+            if key in reducers:
+                continue
+            first = writer.setdefault(key, task)
+            if first != task:
+                raise ConflictingUpdate(run_id, key, (first, task), step)
+    merged = state
+    for task, delta in writes:
+        merged = apply_delta(merged, delta, {} if task in replacing else reducers)
     return merged

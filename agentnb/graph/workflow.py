@@ -15,7 +15,7 @@ from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError, RoutingError
-from agentnb.graph.builder import END, Branch, NodeSpec, StateGraph
+from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer
 from agentnb.identity import Identity, IdentityProvider, check_provider, vouched
@@ -24,9 +24,13 @@ from agentnb.store.policy import ApproverPolicy, PolicyCheck
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from agentnb.graph.run import Run
 
 __all__ = ["Workflow"]
+
+_POOLS: dict[int, Executor] = {}
 
 
 class Workflow(Drawable):
@@ -39,6 +43,8 @@ class Workflow(Drawable):
         *,
         max_steps: int,
         lease_seconds: float,
+        max_concurrency: int = 16,
+        keep_streams: bool = True,
         identity: IdentityProvider | None = None,
     ) -> None:
         self._identity = check_provider(identity, "compile()")
@@ -48,13 +54,25 @@ class Workflow(Drawable):
                 culprit="max_steps",
                 fix="Pass the most nodes one run may execute, e.g. max_steps=25.",
             )
+        if (
+            not isinstance(max_concurrency, int)
+            or isinstance(max_concurrency, bool)
+            or max_concurrency < 1
+        ):
+            raise DefinitionError(
+                f"max_concurrency must be a positive int, not {max_concurrency!r}",
+                culprit="max_concurrency",
+                fix="Pass how many tasks of one superstep may run at once, e.g. 8.",
+            )
         if lease_seconds <= 0:
             raise DefinitionError(
                 f"lease_seconds must be positive, not {lease_seconds!r}", culprit="lease_seconds"
             )
         self.name = graph.name
+        self.graph = graph
         self.nodes: Mapping[str, NodeSpec] = dict(graph.nodes)
-        self.edges: Mapping[str, str] = dict(graph.edges)
+        self.edges: Mapping[str, tuple[str, ...]] = {s: tuple(t) for s, t in graph.edges.items()}
+        self.joins: tuple[Join, ...] = tuple(graph.joins)
         self.branches: Mapping[str, Branch] = dict(graph.branches)
         self.interrupts_before = frozenset(graph.interrupts_before)
         self.interrupts_after = frozenset(graph.interrupts_after)
@@ -67,15 +85,69 @@ class Workflow(Drawable):
         }
         self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
         self.max_steps = max_steps
+        self.max_concurrency = max_concurrency
+        self.keep_streams = bool(keep_streams)
         self.lease_seconds = float(lease_seconds)
         self.entry = _validate(graph)
-        self.shape = _shape_digest(self)
+        self.order = {name: i for i, name in enumerate(self.nodes)}
+        """Each node's declaration index: the merge order of a superstep."""
+        from agentnb.graph.superstep import Task
+
+        self.plain: Mapping[str, Task] = {name: Task(name, name) for name in self.nodes}
+        self.nested = frozenset(n for n, spec in self.nodes.items() if spec.subgraph is not None)
+        self.direct = frozenset(
+            n for n, spec in self.nodes.items() if not spec.guarded and spec.subgraph is None
+        )
+        """Nodes the driver calls straight away: no timeout, retry, breaker or subgraph."""
+        in_joins = {source for join in self.joins for source in join.sources}
+        self.joined = frozenset(in_joins)
+        # The one node that follows each node whose way on needs no routing: no branch,
+        # no join, at most one plain edge. The driver's linear fast path reads it.
+        self.simple_next: Mapping[str, str] = {
+            name: (self.edges.get(name) or (END,))[0]
+            for name in self.nodes
+            if name not in self.branches
+            and name not in in_joins
+            and len(self.edges.get(name, ())) <= 1
+        }
         if checkpointer is None:
             from agentnb.store.memory import MemoryCheckpointer
 
             checkpointer = MemoryCheckpointer()
         self.checkpointer = checkpointer
+        self._children: dict[str, Workflow] = {}
+        self.shape = _shape_digest(self)
         self.listeners: Listeners[[Event]] = Listeners("workflow")
+
+    def _child(self, node: str) -> Workflow:
+        """The workflow of subgraph node ``node``, bound to this workflow's store."""
+        child = self._children.get(node)
+        if child is None:
+            graph = self.nodes[node].subgraph
+            assert graph is not None
+            child = Workflow(
+                graph,
+                self.checkpointer,
+                max_steps=graph.max_steps,
+                lease_seconds=self.lease_seconds,
+                max_concurrency=self.max_concurrency,
+            )
+            self._children[node] = child
+        return child
+
+    def _threads(self) -> Executor:
+        """The pool sync nodes of a superstep run in (``max_concurrency`` threads).
+
+        One pool per size for the whole process: workflows are cheap to compile, and
+        threads are not.
+        """
+        pool = _POOLS.get(self.max_concurrency)
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="agentnb-task")
+            pool = _POOLS.setdefault(self.max_concurrency, pool)
+        return pool
 
     def identity(self) -> Identity:
         """Who this process is for this workflow's runs and decisions.
@@ -111,36 +183,33 @@ class Workflow(Drawable):
     def successors(self, node: str) -> list[str]:
         """Every node (or ``END``) that can follow ``node``, in declaration order."""
         branch = self.branches.get(node)
+        found: list[str] = []
         if branch is not None:
-            return list(dict.fromkeys(branch.targets.values()))
-        return [self.edges.get(node, END)]
+            found += branch.targets.values()
+        found += self.edges.get(node, ())
+        found += [j.target for j in self.joins if node in j.sources]
+        if not found:
+            found.append(END)
+        return list(dict.fromkeys(found))
 
     def route(self, node: str, state: dict[str, Any], *, run_id: str = "?") -> str:
-        """The node that follows ``node`` when the state is ``state``.
+        """The node that follows ``node`` when the state is ``state`` (one branch only).
+
+        For fan-out, joins and :class:`~agentnb.Send`, see
+        :func:`agentnb.graph.superstep.follow`, which the runtime uses.
 
         Raises:
-            RoutingError: the router raised, or returned an outcome it did not declare.
+            RoutingError: the router raised, returned an outcome it did not declare, or
+                more than one way on.
         """
-        branch = self.branches.get(node)
-        if branch is None:
-            return self.edges.get(node, END)
-        try:
-            outcome = branch.router(state)
-        except Exception as exc:
+        from agentnb.graph.superstep import follow
+
+        triggers, sends = follow(self, node, state, run_id=run_id)
+        if len(triggers) + len(sends) != 1 or sends:
             raise RoutingError(
-                run_id, node, f"the router raised {type(exc).__name__}: {exc}"
-            ) from exc
-        target = branch.targets.get(outcome) if isinstance(outcome, str) else None
-        if target is None:
-            declared = ", ".join(repr(t) for t in branch.targets)
-            raise RoutingError(
-                run_id,
-                node,
-                f"the router returned {outcome!r}, which is not a declared target "
-                f"({declared}). Declare it in add_conditional_edge(..., targets) or fix "
-                "the router",
+                run_id, node, f"it leads to {len(triggers) + len(sends)} places, not one"
             )
-        return target
+        return triggers[0]
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -169,20 +238,33 @@ class Workflow(Drawable):
         return [r for r in self.checkpointer.list_runs(status) if r.graph == self.name]
 
     async def astream(
-        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
-    ) -> AsyncIterator[Event]:
-        """Start a run and yield its events until it pauses for approval or ends."""
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        mode: str = "events",
+    ) -> AsyncIterator[Any]:
+        """Start a run and yield its events until it pauses for approval or ends.
+
+        ``mode="custom"`` yields what the nodes emit (``ctx.emit``) as they run instead.
+        """
         run = self.start(state, run_id=run_id)
-        for event in run.events:
-            yield event
-        async for event in run.astream():
-            yield event
+        stream = run.astream(mode=mode)
+        if mode == "events":
+            for event in run.events:
+                yield event
+        async for item in stream:
+            yield item
 
     def stream(
-        self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None
-    ) -> Iterator[Event]:
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        mode: str = "events",
+    ) -> Iterator[Any]:
         """Sync twin of :meth:`astream`."""
-        return iterate_sync(self.astream(state, run_id=run_id))
+        return iterate_sync(self.astream(state, run_id=run_id, mode=mode))
 
     def aresume(
         self,
@@ -250,14 +332,16 @@ async def _follow(run: Run, decided: list[Event]) -> AsyncIterator[Event]:
 
 def _validate(graph: StateGraph) -> str:
     """Check the graph's structure (:mod:`agentnb.graph.rules`); return the entry node."""
+    edges = [(s, t) for s, targets in graph.edges.items() for t in targets]
     findings = check_graph(
         list(graph.nodes),
         graph.entry,
-        [(i, source, target) for i, (source, target) in enumerate(graph.edges.items())],
+        [(i, source, target) for i, (source, target) in enumerate(edges)],
         [(k, source, b.targets) for k, (source, b) in enumerate(graph.branches.items())],
         list(enumerate(sorted(graph.interrupts_before))),
         list(enumerate(sorted(graph.interrupts_after))),
         form="code",
+        joins=[(len(edges) + i, j.sources, j.target) for i, j in enumerate(graph.joins)],
     )
     if not findings and graph.entry is not None:
         return graph.entry
@@ -267,12 +351,18 @@ def _validate(graph: StateGraph) -> str:
 
 def _shape_digest(wf: Workflow) -> str:
     """A fingerprint of what a stored run depends on: nodes, edges, branches, interrupts."""
-    shape = {
+    edges = sorted((s, t) for s, targets in wf.edges.items() for t in targets)
+    shape: dict[str, Any] = {
         "entry": wf.entry,
         "nodes": sorted(wf.nodes),
-        "edges": sorted(wf.edges.items()),
+        "edges": edges,
         "branches": {s: sorted(b.targets.items()) for s, b in sorted(wf.branches.items())},
         "before": sorted(wf.interrupts_before),
         "after": sorted(wf.interrupts_after),
     }
+    if wf.joins:  # only when present: linear graphs keep the fingerprint of older runs
+        shape["joins"] = [[list(j.sources), j.target] for j in wf.joins]
+    nested = {n: s.subgraph for n, s in sorted(wf.nodes.items()) if s.subgraph is not None}
+    if nested:
+        shape["subgraphs"] = {n: wf._child(n).shape for n in nested}
     return hashlib.sha256(dumps(shape).encode()).hexdigest()[:16]

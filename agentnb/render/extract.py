@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
@@ -29,6 +30,7 @@ from agentnb.render.extract_machine import (
 from agentnb.render.model import (
     END_ID,
     START_ID,
+    Cluster,
     Diagram,
     Direction,
     Edge,
@@ -37,7 +39,7 @@ from agentnb.render.model import (
     NodeKind,
     Overlay,
 )
-from agentnb.store.records import Event
+from agentnb.store.records import Event, EventType
 
 __all__ = [
     "GraphLike",
@@ -94,6 +96,7 @@ def diagram_from_graph(
     edges = _edges(graph, defined, missing)
 
     nodes: list[Node] = []
+    clusters: list[Cluster] = []
     if graph.entry is not None:
         nodes.append(Node(START_ID, "", NodeKind.START))
     for name in defined:
@@ -102,6 +105,9 @@ def diagram_from_graph(
         nodes.append(_node(graph, name, NodeKind.MISSING, None))
     if any(edge.target == END_ID for edge in edges):
         nodes.append(Node(END_ID, "", NodeKind.END))
+    for name in defined:
+        if graph.nodes[name].subgraph is not None:
+            _nest(graph, name, name, None, nodes, edges, clusters)
 
     if legend is None:
         legend = (
@@ -116,7 +122,56 @@ def diagram_from_graph(
         direction=direction,
         legend=legend,
         overlay=overlay,
+        clusters=tuple(clusters),
     )
+
+
+def _nest(
+    graph: GraphLike,
+    name: str,
+    prefix: str,
+    parent: str | None,
+    nodes: list[Node],
+    edges: list[Edge],
+    clusters: list[Cluster],
+) -> None:
+    """Draw subgraph node ``name`` as a box holding its own graph, names under ``prefix/``.
+
+    The node itself stays (runs light it, and the parent's edges meet it); the subgraph's
+    nodes are drawn inside the box after it, entered from it.
+    """
+    inner = graph.nodes[name].subgraph
+    assert inner is not None
+    box = f"{prefix}:subgraph"
+    clusters.append(Cluster(box, f"{name}: subgraph {inner.name!r}", parent))
+    anchor = next(i for i, n in enumerate(nodes) if n.id == prefix)
+    nodes[anchor] = dataclasses.replace(nodes[anchor], cluster=box)
+    for child, spec in inner.nodes.items():
+        nodes.append(
+            Node(
+                f"{prefix}/{child}",
+                child,
+                NodeKind.NORMAL,
+                pause_before=child in inner.interrupts_before,
+                pause_after=child in inner.interrupts_after,
+                description=spec.description,
+                cluster=box,
+            )
+        )
+    if inner.entry is not None:
+        edges.append(Edge(prefix, f"{prefix}/{inner.entry}", key="subgraph"))
+    for source, targets in inner.edges.items():
+        edges += [Edge(f"{prefix}/{source}", f"{prefix}/{t}") for t in targets if t != END_ID]
+    for join in inner.joins:
+        if join.target != END_ID:
+            edges += [Edge(f"{prefix}/{s}", f"{prefix}/{join.target}") for s in join.sources]
+    for source, branch in inner.branches.items():
+        for target in dict.fromkeys(branch.targets.values()):
+            if target != END_ID:
+                edges.append(Edge(f"{prefix}/{source}", f"{prefix}/{target}", EdgeKind.CONDITIONAL))
+    for child, spec in inner.nodes.items():
+        if spec.subgraph is not None:
+            _nest(inner, child, f"{prefix}/{child}", box, nodes, edges, clusters)
 
 
 def _node(graph: GraphLike, name: str, kind: NodeKind, description: str | None) -> Node:
@@ -136,8 +191,11 @@ def _referenced(graph: GraphLike) -> list[str]:
     names: dict[str, None] = {}
     if graph.entry is not None:
         names[graph.entry] = None
-    for source, target in graph.edges.items():
-        names.update(dict.fromkeys((source, target)))
+    for source, targets in graph.edges.items():
+        names[source] = None
+        names.update(dict.fromkeys(targets))
+    for join in graph.joins:
+        names.update(dict.fromkeys((*join.sources, join.target)))
     for source, branch in graph.branches.items():
         names[source] = None
         names.update(dict.fromkeys(branch.targets.values()))
@@ -154,13 +212,18 @@ def _edges(graph: GraphLike, defined: list[str], missing: list[str]) -> list[Edg
         branch = graph.branches.get(source)
         if branch is not None:
             edges.extend(_branch_edges(source, branch.targets))
-        plain = graph.edges.get(source)
-        if plain is not None:
+        plain = graph.edges.get(source, ())
+        for target in plain:
             # Both a plain and a conditional edge is invalid (compile refuses it), but a
             # graph being built may have both for a moment: draw them apart.
-            key = "plain" if branch is not None and plain in branch.targets.values() else ""
-            edges.append(Edge(source, plain, key=key))
-        elif branch is None and source in graph.nodes:
+            key = "plain" if branch is not None and target in branch.targets.values() else ""
+            edges.append(Edge(source, target, key=key))
+        joins = [j for j in graph.joins if source in j.sources]
+        for join in joins:
+            # A join's edges are labelled with what the target waits for: "b + c".
+            label = " + ".join(join.sources)
+            edges.append(Edge(source, join.target, label=label, key="join"))
+        if not plain and not joins and branch is None and source in graph.nodes:
             edges.append(Edge(source, END_ID, implicit=True))
     return edges
 
@@ -194,6 +257,12 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
     known = set(graph.nodes) | {END_ID}
     status: str | None = None
     current: str | None = None
+    # A superstep lights several nodes: those running, else those the last one led to.
+    running: dict[str, None] = {}
+    upcoming: dict[str, None] = {}
+    update_step = -1
+    joins = list(graph.joins)
+    arrived: dict[int, set[str]] = {}
     visited: dict[str, None] = {}
     counts: dict[tuple[str, str], int] = {}
     pending = failed = rejected = error = None
@@ -209,13 +278,13 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
         kind, node = event.type, event.node
         if node is not None and node not in known:
             node = None
-        if kind == "run_started":
+        if kind == EventType.RUN_STARTED:
             status = "running"
             if graph.entry is not None and not entered:
                 entered = True
                 take(START_ID, graph.entry)
                 current = graph.entry
-        elif kind == "node_start" and node is not None:
+        elif kind == EventType.NODE_START and node is not None:
             status = "running"
             if not entered:
                 entered = True
@@ -223,34 +292,64 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
                     take(START_ID, node)
             visited[node] = None
             current, pending = node, None
-        elif kind == "state_update" and node is not None:
-            nxt = event.payload.get("next")
-            if isinstance(nxt, str) and nxt in known:
-                take(node, nxt)
-                current = nxt
-        elif kind == "interrupted":
+            running[node] = None
+            upcoming.pop(node, None)
+            for j, join in enumerate(joins):
+                if node == join.target:
+                    arrived.pop(j, None)
+        elif kind == EventType.STATE_UPDATE and node is not None:
+            if event.step != update_step:  # the first update of a new superstep
+                update_step, upcoming = event.step, {}
+            running.pop(node, None)
+            # A fan-out lists every branch it leads to ("to"); one edge otherwise ("next").
+            leads = event.payload.get("to")
+            if not isinstance(leads, list):
+                leads = [event.payload.get("next")]
+            for nxt in leads:
+                if isinstance(nxt, str) and nxt in known:
+                    take(node, nxt)
+                    current = nxt
+                    if nxt != END_ID:
+                        upcoming[nxt] = None
+            for j, join in enumerate(joins):
+                if node not in join.sources:
+                    continue
+                if join.target in leads:  # the last one in: the join fired
+                    arrived.pop(j, None)
+                else:
+                    arrived.setdefault(j, set()).add(node)
+                    upcoming.pop(join.target, None)
+        elif kind == EventType.INTERRUPTED:
             status = "pending"
             current = node if node is not None else current
             # After-interrupts name the next node; the approval is about the one that ran.
             after = event.payload.get("after")
             pending = after if isinstance(after, str) and after in known else current
-        elif kind == "approved":
+        elif kind == EventType.APPROVED:
             status, pending = "approved", None
-        elif kind == "rejected":
+        elif kind == EventType.REJECTED:
             status = "rejected"
             rejected = pending if pending is not None else node
             pending = current = None
-        elif kind == "failed":
+        elif kind == EventType.FAILED:
             status = "failed"
             failed = node if node is not None else current
             error = _error_text(event.payload.get("error"))
             pending = current = None
-        elif kind == "completed":
+        elif kind == EventType.COMPLETED:
             status, pending = "completed", None
             current = END_ID
-        elif kind == "cancelled":
+            running, upcoming = {}, {}
+        elif kind == EventType.CANCELLED:
             status = "cancelled"
+    active = tuple(running or upcoming) if status in ("running", "approved", "pending") else ()
     return Overlay(
+        active=active if len(active) > 1 else (),
+        waiting=tuple(
+            (join.target, len(arrived[j]), len(join.sources))
+            for j, join in enumerate(joins)
+            if arrived.get(j)
+        ),
         status=status,
         current=current,
         visited=tuple(visited),

@@ -170,6 +170,8 @@ class Overlay:
         keyed: ``(source, target, key, count)`` when parallel edges must be told apart (a
             machine's transitions between the same two states); drawing prefers it.
         last_key: the key of the edge taken last, with ``keyed``.
+        active: the nodes of a superstep, when several run (or run next) at once.
+        waiting: the joins still waiting, with how many of their sources have arrived.
     """
 
     status: str | None = None
@@ -184,7 +186,10 @@ class Overlay:
     keyed: tuple[tuple[str, str, str, int], ...] = ()
     last_key: str | None = None
     active: tuple[str, ...] = ()
-    """A statechart's configuration: every active state (nodes and clusters) is lit."""
+    """Every node lit at once: the states of a statechart's configuration (nodes and clusters),
+    or the tasks of a workflow's superstep when several run (or run next) together."""
+    waiting: tuple[tuple[str, int, int], ...] = ()
+    """``(join target, sources arrived, sources in all)`` for each join still waiting."""
 
     @property
     def completed(self) -> bool:

@@ -70,9 +70,13 @@ def _overlay_lines(overlay: Overlay) -> list[str]:
         "failed": f" — {_name(overlay.failed or '?')} failed",
         "rejected": f" — approval of {_name(overlay.rejected or '?')} rejected",
     }.get(status, "")
-    if not where and overlay.current and status in ("running", "approved", "cancelled"):
+    if not where and overlay.active and status in ("running", "approved", "cancelled"):
+        where = " — next: " + ", ".join(_name(n) for n in overlay.active)
+    elif not where and overlay.current and status in ("running", "approved", "cancelled"):
         where = f" — next: {_name(overlay.current)}"
     lines = [f"run: {status}{where}"]
+    for target, arrived, total in overlay.waiting:
+        lines.append(f"  {_name(target)} waits: {arrived} of {total} arrived")
     if overlay.error:
         lines.append(f"  error: {_name(overlay.error)}")
     if overlay.visited:

@@ -105,34 +105,47 @@ def bars_from_events(events: Sequence[Event]) -> list[Bar]:
     """The rows of a timeline, in the order they began (each run's events read by ``seq``)."""
     ordered = sorted(events, key=lambda e: (e.run_id, e.seq))
     last = max((e.at for e in ordered), default=0.0)
-    nodes: dict[str, _Open] = {}  # run -> the node execution in flight
-    waits: dict[str, _Open] = {}  # run -> the pause awaiting a decision
+    # The node executions in flight, by (run, task): the tasks of a superstep run side by
+    # side, each its own row (a lane), closed by its own update.
+    nodes: dict[tuple[str, str], _Open] = {}
+    waits: dict[tuple[str, str], _Open] = {}  # the pauses awaiting a decision, by run
     done: list[tuple[int, Bar]] = []
     counter = itertools.count()
 
     def finish(
-        table: dict[str, _Open], run: str, end: float, outcome: str, detail: str = ""
+        table: dict[tuple[str, str], _Open],
+        key: tuple[str, str],
+        end: float,
+        outcome: str,
+        detail: str = "",
     ) -> None:
-        bar = table.pop(run, None)
+        bar = table.pop(key, None)
         if bar is not None:
             done.append((bar.index, bar.close(end, outcome, detail)))
 
+    def in_flight(run: str, node: str | None) -> _Open | None:
+        return next((b for (r, _), b in nodes.items() if r == run and b.node == node), None)
+
     for event in ordered:
         kind, run, at, payload = str(event.type), event.run_id, event.at, event.payload
-        current = nodes.get(run)
+        task = (run, str(payload.get("task", event.node or "")))
+        current = in_flight(run, event.node)
         if kind == EventType.NODE_START:
-            finish(nodes, run, at, "cancelled")  # a start without an end: the run was cut off
-            nodes[run] = _Open("node", event.node or "", event.step, at, next(counter), at)
+            finish(nodes, task, at, "cancelled")  # a start without an end: it was cut off
+            nodes[task] = _Open("node", event.node or "", event.step, at, next(counter), at)
         elif kind == EventType.INTERRUPTED:
-            finish(waits, run, at, "pending")
-            waits[run] = _Open("approval", event.node or "", event.step, at, next(counter))
+            finish(waits, (run, ""), at, "pending")
+            waits[run, ""] = _Open("approval", event.node or "", event.step, at, next(counter))
         elif kind in (EventType.APPROVED, EventType.REJECTED):
             by, comment = payload.get("by", ""), payload.get("comment")
-            finish(waits, run, at, kind, f"{kind} by {by}" + (f": {comment}" if comment else ""))
+            text = f"{kind} by {by}" + (f": {comment}" if comment else "")
+            finish(waits, (run, ""), at, kind, text)
         elif kind == EventType.STATE_UPDATE:
-            finish(nodes, run, at, "ok")
+            finish(nodes, task, at, "ok")
         elif kind in (EventType.FAILED, EventType.CANCELLED):
-            finish(nodes, run, at, kind, _error_text(payload))
+            finish(nodes, task, at, kind, _error_text(payload))
+            for key in [k for k in nodes if k[0] == run]:  # its siblings stopped with it
+                finish(nodes, key, at, "cancelled")
         elif current is None:
             continue
         elif kind == EventType.RETRY:
@@ -153,10 +166,10 @@ def bars_from_events(events: Sequence[Event]) -> list[Bar]:
         elif kind in (EventType.EFFECT, EventType.EFFECT_REPLAYED) or kind not in _BUILTIN:
             detail = f"{kind} {payload.get('name', '')}".strip()
             current.marks.append(Mark("effect" if kind in _EFFECTS else "event", at, detail))
-    for run in sorted(nodes):
-        finish(nodes, run, last, "running")
-    for run in sorted(waits):
-        finish(waits, run, last, "pending", "waiting for a decision")
+    for key in sorted(nodes):
+        finish(nodes, key, last, "running")
+    for key in sorted(waits):
+        finish(waits, key, last, "pending", "waiting for a decision")
     return [bar for _, bar in sorted(done, key=lambda pair: pair[0])]
 
 

@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from agentnb._json import dumps
-from agentnb.errors import InvalidDecision
+from agentnb.errors import ApprovalNotPending, InvalidDecision, StaleApproval
 from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
 
@@ -49,6 +49,8 @@ from agentnb.store.records import (
     Decision,
     Effect,
     Event,
+    PendingTask,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -56,8 +58,10 @@ from agentnb.store.records import (
 __all__ = [
     "CheckpointWrite",
     "Checkpointer",
+    "DecisionEdit",
     "StepCommit",
     "check_decision",
+    "check_task_edit",
     "new_owner",
     "owner_is_dead",
     "pending_digest",
@@ -73,6 +77,8 @@ class CheckpointWrite:
     step: int
     node: str
     state_json: str
+    tasks_json: str | None = None
+    """The next superstep's frontier (JSON) when it is more than ``node``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,52 @@ class StepCommit:
     pending_digest: str | None = None
     release: bool = False
     """Give up the lease with this write (the worker stops driving the run)."""
+    settles: int | None = None
+    """The superstep whose pending writes this commit merges: they are deleted with it."""
+    holds: Sequence[tuple[str, str, str]] = ()
+    """``(task id, node, digest)`` of each task of superstep ``step`` an interrupt holds:
+    saved as pending approvals (a task already held keeps its row and its decision). The
+    events of that superstep's pending writes are committed with it, so the writes keep
+    only their deltas."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionEdit:
+    """What an approval carries besides its yes, saved in the decision's transaction.
+
+    Either an edited state (approve with edits: ``state_json`` becomes the pending step's
+    checkpoint; ``update`` and ``approved_digest`` go to the audit), or the answer to a
+    node's question (``answer_key`` is the ledger key ``ctx.interrupt`` reads back).
+    """
+
+    state_json: str | None = None
+    tasks_json: str | None = None
+    update: dict[str, Any] | None = None
+    approved_digest: str | None = None
+    answer_key: str | None = None
+    answer_json: str | None = None
+
+    def audit(self) -> dict[str, Any]:
+        """What the audit keeps of the edit."""
+        from agentnb._json import loads
+
+        kept: dict[str, Any] = {}
+        if self.update is not None:
+            kept["update"] = self.update
+            kept["approved_digest"] = self.approved_digest
+        if self.answer_json is not None:
+            kept["answer"] = loads(self.answer_json)
+        return kept
+
+
+def check_task_edit(edit: DecisionEdit | None) -> None:
+    """Held tasks of a superstep are approved as they are (refused before any write);
+    only an answer to a task's question may come with the decision."""
+    if edit is not None and edit.state_json is not None:
+        raise InvalidDecision(
+            "approving one of several held tasks cannot carry edits; nothing was changed. "
+            "Approve it as it is, or pause the branch at a node of its own"
+        )
 
 
 def check_decision(decision: str, approver: str) -> None:
@@ -232,6 +284,23 @@ class Checkpointer(ABC):
     def release(self, run_id: str, fence: int) -> None:
         """Give up the lease if ``fence`` still holds it (a no-op otherwise)."""
 
+    # -- supersteps ----------------------------------------------------------------------
+
+    @abstractmethod
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        """Save one finished task's result if ``fence`` still owns the run; else ``LeaseLost``.
+
+        A task already saved for that run, superstep and task id keeps its first result.
+        """
+
+    @abstractmethod
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        """The saved task results of the superstep starting at checkpoint ``step``."""
+
+    @abstractmethod
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        """The tasks of the run's current superstep held by interrupts, with decisions."""
+
     # -- decisions -----------------------------------------------------------------------
 
     @abstractmethod
@@ -243,10 +312,19 @@ class Checkpointer(ABC):
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
+        edit: DecisionEdit | None = None,
         identity: Identity | None = None,
         checks: Mapping[str, PolicyCheck] | None = None,
     ) -> Decision:
         """Decide a pending run exactly once, and audit the attempt either way.
+
+        An approval may carry an ``edit`` (edited state, or an answer): it is saved in the
+        same transaction, and only if the decision is accepted.
+
+        When a superstep holds several tasks, each is decided on its own: name it with
+        ``task`` (it may be left out when only one is pending). The run becomes
+        ``approved`` once every held task is; rejecting one rejects the run.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
         it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
@@ -312,3 +390,25 @@ class Checkpointer(ABC):
 
 def decision_status(decision: str) -> Status:
     return Status.APPROVED if decision == "approved" else Status.REJECTED
+
+
+def task_refusal(
+    run_id: str,
+    task: str | None,
+    held: Sequence[PendingTask],
+    run: RunRecord,
+    expected_digest: str | None,
+) -> tuple[Exception, str]:
+    """Why a decision about a held task is refused: the error, and the audit's reason."""
+    from agentnb.errors import TaskNotNamed
+
+    waiting = [t.task_id for t in held if t.status == "pending"]
+    if task is None and len(waiting) > 1 and run.status == Status.PENDING:
+        return TaskNotNamed(run_id, waiting), "ambiguous: several tasks pending"
+    found = next((t for t in held if t.task_id == task), None)
+    if run.status != Status.PENDING or found is None or found.status != "pending":
+        by = found.decided_by if found is not None else run.decided_by
+        status = found.status if found is not None and found.status != "pending" else run.status
+        return ApprovalNotPending(run_id, status, by), f"not pending: {status}"
+    stale = StaleApproval(run_id, expected_digest or "", found.digest)
+    return stale, "stale: the pending state changed"

@@ -27,10 +27,13 @@ from agentnb.errors import (
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
+    DecisionEdit,
     StepCommit,
     check_decision,
+    check_task_edit,
     decision_status,
     owner_is_dead,
+    task_refusal,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +53,8 @@ from agentnb.store.records import (
     Effect,
     Event,
     EventType,
+    PendingTask,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -72,7 +77,9 @@ class MemoryCheckpointer(Checkpointer):
         self._policies: dict[str, RunPolicy] = {}
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
-        self._checkpoints: dict[str, dict[int, tuple[str, str, float]]] = {}
+        self._checkpoints: dict[str, dict[int, tuple[str, str, float, str | None]]] = {}
+        self._writes: dict[tuple[str, int], dict[str, PendingWrite]] = {}
+        self._held: dict[str, dict[tuple[int, str], PendingTask]] = {}
         self._events: dict[str, list[Event]] = {}
         self._decisions: list[Decision] = []
         self._effects: dict[str, tuple[Effect, str]] = {}
@@ -120,7 +127,12 @@ class MemoryCheckpointer(Checkpointer):
                 raise StoreError(f"a run with id {run.run_id!r} already exists; pick a new id")
             self._runs[run.run_id] = run
             self._checkpoints[run.run_id] = {
-                checkpoint.step: (checkpoint.node, checkpoint.state_json, run.created_at)
+                checkpoint.step: (
+                    checkpoint.node,
+                    checkpoint.state_json,
+                    run.created_at,
+                    checkpoint.tasks_json,
+                )
             }
             self._events[run.run_id] = list(events)
             if started_by is not None or policies:
@@ -164,7 +176,22 @@ class MemoryCheckpointer(Checkpointer):
             now = time.time()
             if change.checkpoint is not None:
                 cp = change.checkpoint
-                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now)
+                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now, cp.tasks_json)
+            held = self._held.setdefault(run_id, {})
+            if change.settles is not None:
+                for key in [k for k in self._writes if k[0] == run_id and k[1] <= change.settles]:
+                    del self._writes[key]
+                for k in [k for k in held if k[0] <= change.settles]:
+                    del held[k]
+            if change.holds:
+                saved = self._writes.get((run_id, change.step), {})
+                for task_id, write in saved.items():
+                    saved[task_id] = dataclasses.replace(write, events=[])
+            for task_id, node, digest in change.holds:
+                held.setdefault(
+                    (change.step, task_id),
+                    PendingTask(run_id, change.step, task_id, node, digest, "pending"),
+                )
             self._events[run_id].extend(change.events)
             self._runs[run_id] = dataclasses.replace(
                 run,
@@ -178,6 +205,25 @@ class MemoryCheckpointer(Checkpointer):
                 lease_owner=None if change.release else run.lease_owner,
                 lease_expires=None if change.release else now + lease_seconds,
             )
+
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            if run.fence != fence or run.lease_owner is None:
+                raise LeaseLost(run_id, fence)
+            self._writes.setdefault((run_id, write.step), {}).setdefault(write.task_id, write)
+
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        with self._lock:
+            self._get(run_id)
+            saved = list(self._writes.get((run_id, step), {}).values())
+        return sorted(saved, key=lambda w: (w.at, w.task_id))
+
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        with self._lock:
+            self._get(run_id)
+            held = self._held.get(run_id, {})
+            return [held[k] for k in sorted(held)]
 
     def release(self, run_id: str, fence: int) -> None:
         with self._lock:
@@ -195,16 +241,26 @@ class MemoryCheckpointer(Checkpointer):
         expected_digest: str | None = None,
         identity: Identity | None = None,
         checks: Mapping[str, PolicyCheck] | None = None,
+        task: str | None = None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
         who = self._vouch(identity)
         with self._lock:
             self._check_open()
+            held = self._held.get(run_id, {})
+            if task is not None or any(t.status == "pending" for t in held.values()):
+                check_task_edit(edit)
+                return self._decide_task(
+                    run_id, decision, approver, comment, expected_digest, task, edit, who, checks
+                )
             found = self._runs.get(run_id)
             now = time.time()
 
             def audit(accepted: bool, reason: str | None) -> Decision:
+                kept = edit.audit() if accepted and edit is not None else None
                 record = Decision(
+                    edit=kept,
                     id=len(self._decisions) + 1,
                     run_id=run_id,
                     node=found.node if found else None,
@@ -240,18 +296,33 @@ class MemoryCheckpointer(Checkpointer):
             if expected_digest is not None and expected_digest != run.pending_digest:
                 audit(False, "stale: the pending state changed")
                 raise StaleApproval(run_id, expected_digest, run.pending_digest or "")
+            if decision != "approved":
+                edit = None
+            payload = {"by": approver, "identity": who.name, "comment": comment}
+            payload["digest"] = run.pending_digest
+            if edit is not None:
+                payload.update(edit.audit())
+                if edit.state_json is not None:
+                    saved = self._checkpoints[run_id]
+                    saved[run.step] = (run.node, edit.state_json, now, edit.tasks_json)
+                if edit.answer_key is not None and edit.answer_json is not None:
+                    answer = Effect(
+                        edit.answer_key,
+                        run_id,
+                        run.step,
+                        run.node,
+                        "answer",
+                        loads(edit.answer_json),
+                        now,
+                    )
+                    self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
             event = Event(
                 run_id=run_id,
                 seq=run.seq + 1,
                 step=run.step,
                 type=EventType.APPROVED if decision == "approved" else EventType.REJECTED,
                 node=run.node,
-                payload={
-                    "by": approver,
-                    "identity": who.name,
-                    "comment": comment,
-                    "digest": run.pending_digest,
-                },
+                payload=payload,
                 at=now,
             )
             self._events[run_id].append(event)
@@ -264,6 +335,100 @@ class MemoryCheckpointer(Checkpointer):
                 updated_at=now,
             )
             return audit(True, None)
+
+    def _decide_task(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+        edit: DecisionEdit | None,
+        who: Identity,
+        checks: Mapping[str, PolicyCheck] | None,
+    ) -> Decision:
+        """Decide one held task of a superstep exactly once (the caller holds the lock)."""
+        now = time.time()
+        run = self._runs.get(run_id)
+        held = self._held.get(run_id, {})
+        waiting = [t for t in held.values() if t.status == "pending"]
+        if task is None and len(waiting) == 1:
+            task = waiting[0].task_id
+        found = next((t for t in waiting if t.task_id == task), None)
+        ok = (
+            run is not None
+            and run.status == Status.PENDING
+            and found is not None
+            and expected_digest in (None, found.digest)
+        )
+
+        def audit(accepted: bool, reason: str | None) -> Decision:
+            record = Decision(
+                len(self._decisions) + 1,
+                run_id,
+                task,
+                found.step if found else (run.step if run else None),
+                decision,
+                approver,
+                comment,
+                expected_digest,
+                found.digest if found and accepted else None,
+                accepted,
+                reason,
+                now,
+                edit.audit() if accepted and edit is not None else None,
+                identity=who,
+            )
+            self._decisions.append(record)
+            return record
+
+        if run is None:
+            audit(False, "unknown run")
+            raise RunNotFound(run_id)
+        if not ok or found is None:
+            refusal, reason = task_refusal(run_id, task, list(held.values()), run, expected_digest)
+            audit(False, reason)
+            raise refusal
+        at_task = dataclasses.replace(run, node=found.node)
+        denied = self._refusal(at_task, who, decision, approver, checks)
+        if denied is not None:
+            if denied.unavailable is not None:
+                audit(False, f"policy unavailable: {denied.reason}")
+                raise PolicyUnavailable(run_id, found.node, who.name, denied.unavailable)
+            audit(False, f"not authorized: {denied.reason}")
+            raise NotAuthorized(run_id, found.node, who.name, denied.reason)
+        held[found.step, found.task_id] = dataclasses.replace(
+            found, status=decision, decided_by=approver, decided_at=now
+        )
+        payload = {"by": approver, "identity": who.name, "comment": comment}
+        payload.update(digest=found.digest, task=task)
+        if edit is not None:
+            payload.update(edit.audit())
+            if edit.answer_key is not None and edit.answer_json is not None:
+                answer = Effect(
+                    edit.answer_key,
+                    run_id,
+                    found.step,
+                    found.node,
+                    "answer",
+                    loads(edit.answer_json),
+                    now,
+                )
+                self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
+        kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+        event = Event(run_id, run.seq + 1, run.step, kind, found.node, payload, now)
+        self._events[run_id].append(event)
+        settled = decision == "rejected" or len(waiting) == 1
+        self._runs[run_id] = dataclasses.replace(
+            run,
+            status=decision_status(decision) if settled else run.status,
+            seq=event.seq,
+            decided_by=approver if settled else run.decided_by,
+            decided_at=now if settled else run.decided_at,
+            updated_at=now,
+        )
+        return audit(True, None)
 
     def _refusal(
         self,
@@ -309,14 +474,19 @@ class MemoryCheckpointer(Checkpointer):
             at_step = max(saved) if step is None else step
             if at_step not in saved:
                 raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-            node, state_json, at = saved[at_step]
-        return Checkpoint(run_id, at_step, node, loads(state_json), at)
+            node, state_json, at, tasks = saved[at_step]
+        return Checkpoint(
+            run_id, at_step, node, loads(state_json), at, loads(tasks) if tasks else None
+        )
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._lock:
             self._get(run_id)
             saved = sorted(self._checkpoints[run_id].items())
-        return [Checkpoint(run_id, s, node, loads(js), at) for s, (node, js, at) in saved]
+        return [
+            Checkpoint(run_id, s, node, loads(js), at, loads(t) if t else None)
+            for s, (node, js, at, t) in saved
+        ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         with self._lock:

@@ -22,6 +22,7 @@ MIGRATIONS = (
     "sqlite_0002_effects.sql",
     "sqlite_0003_machines.sql",
     "sqlite_0004_trust.sql",
+    "sqlite_0005_supersteps.sql",
     # Numbered 0006 (0005 lands from another branch); the list order is what counts.
     "sqlite_0006_machine_timers.sql",
 )

@@ -19,6 +19,8 @@ __all__ = [
     "Effect",
     "Event",
     "EventType",
+    "PendingTask",
+    "PendingWrite",
     "RunRecord",
     "Status",
 ]
@@ -106,6 +108,45 @@ class Checkpoint:
     node: str
     state: dict[str, Any]
     at: float
+    tasks: dict[str, Any] | None = None
+    """What the next superstep runs when it is more than ``node`` (fan-out, Sends, joins
+    waiting): the frontier as JSON; ``None`` for a linear run."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """The saved result of one task of a superstep that has not been committed yet.
+
+    Saved when the task finishes, so a worker that resumes the superstep after a crash
+    runs only the tasks without one. ``step`` is the superstep's starting checkpoint.
+    """
+
+    run_id: str
+    step: int
+    task_id: str
+    node: str
+    delta: dict[str, Any]
+    events: list[Event]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTask:
+    """One task of a superstep held by an interrupt, and its approval.
+
+    A superstep can hold several at once; each is decided exactly once. ``status`` is
+    ``pending``, ``approved`` or ``rejected``. The run continues once all are approved;
+    rejecting one rejects the run.
+    """
+
+    run_id: str
+    step: int
+    task_id: str
+    node: str
+    digest: str
+    status: str
+    decided_by: str | None = None
+    decided_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +197,9 @@ class Decision:
     accepted: bool
     reason: str | None
     at: float = field(compare=False)
+    edit: dict[str, Any] | None = None
+    """What an accepted approval changed: ``update`` (the edited keys) with the
+    ``approved_digest`` of the state approved, or the ``answer`` to a node's question."""
     identity: Identity | None = None
     """Who the deciding process vouched for (``approver`` is the name they gave)."""
 

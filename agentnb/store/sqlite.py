@@ -27,6 +27,7 @@ The schema is versioned in a ``schema_version`` table; numbered migrations in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -46,9 +47,18 @@ from agentnb.store.base import (
     DEFAULT_LEASE_SECONDS,
     Checkpointer,
     CheckpointWrite,
+    DecisionEdit,
     StepCommit,
     check_decision,
+    check_task_edit,
+    decision_status,
     owner_is_dead,
+    task_refusal,
+)
+from agentnb.store.sqlite_tasks import (
+    record_edit,
+    settle,
+    with_edit,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +76,9 @@ from agentnb.store.records import (
     Decision,
     Effect,
     Event,
+    EventType,
+    PendingTask,
+    PendingWrite,
     RunRecord,
     Status,
 )
@@ -76,6 +89,7 @@ from agentnb.store.sqlite_rows import run as run_row
 __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks)"
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
 WAL_LIMIT = 8 * 2**20
@@ -267,7 +281,7 @@ class SqliteCheckpointer(Checkpointer):
                     f"a run with id {run.run_id!r} already exists; pick a new id"
                 ) from None
             db.execute(
-                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id,
                     events[-1].seq,
@@ -276,6 +290,7 @@ class SqliteCheckpointer(Checkpointer):
                     checkpoint.state_json,
                     pack(events),
                     run.created_at,
+                    checkpoint.tasks_json,
                 ),
             )
             if started_by is not None or policies:
@@ -354,6 +369,7 @@ class SqliteCheckpointer(Checkpointer):
             None if cp is None else cp.state_json,
             pack(events),
             now,
+            None if cp is None else cp.tasks_json,
         )
         with self._write() as db:
             # Fast path, the common step: the run stays running and the lease has more than
@@ -361,12 +377,13 @@ class SqliteCheckpointer(Checkpointer):
             # a read of the row.
             if change.status == Status.RUNNING and not change.release:
                 inserted = db.execute(
-                    "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
+                    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
                     "FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
                     "AND status = 'running' AND lease_expires > ?)",
                     (*entry, run_id, fence, now + lease_seconds / 2),
                 ).rowcount
                 if inserted:
+                    settle(db, run_id, change)
                     return
             updated = db.execute(
                 "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
@@ -385,7 +402,55 @@ class SqliteCheckpointer(Checkpointer):
             ).rowcount
             if not updated:
                 raise LeaseLost(run_id, fence)
-            db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", entry)
+            db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", entry)
+            settle(db, run_id, change)
+
+    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        with self._write() as db:
+            inserted = db.execute(
+                "INSERT OR IGNORE INTO pending_writes SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL)",
+                (
+                    run_id,
+                    write.step,
+                    write.task_id,
+                    write.node,
+                    dumps(write.delta),
+                    pack(write.events),
+                    write.at,
+                    run_id,
+                    fence,
+                ),
+            ).rowcount
+            if (
+                not inserted
+                and not db.execute(
+                    "SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
+                    (run_id, fence),
+                ).fetchone()
+            ):
+                raise LeaseLost(run_id, fence)
+
+    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        rows = self._read(
+            "SELECT task_id, node, delta, events, at FROM pending_writes "
+            "WHERE run_id = ? AND step = ? ORDER BY at, task_id",
+            (run_id, step),
+        )
+        return [
+            PendingWrite(run_id, step, task, node, loads(delta), unpack(run_id, events), at)
+            for task, node, delta, events, at in rows
+        ]
+
+    def pending_tasks(self, run_id: str) -> list[PendingTask]:
+        rows = self._read(
+            "SELECT step, task_id, node, digest, status, decided_by, decided_at "
+            "FROM pending_tasks WHERE run_id = ? ORDER BY step, task_id",
+            (run_id,),
+        )
+        if not rows:
+            self.get_run(run_id)
+        return [PendingTask(run_id, *row) for row in rows]
 
     def release(self, run_id: str, fence: int) -> None:
         with self._write() as db:
@@ -407,9 +472,18 @@ class SqliteCheckpointer(Checkpointer):
         expected_digest: str | None = None,
         identity: Identity | None = None,
         checks: Mapping[str, PolicyCheck] | None = None,
+        task: str | None = None,
+        edit: DecisionEdit | None = None,
     ) -> Decision:
         check_decision(decision, approver)
         who = self._vouch(identity)
+        if task is not None or self._read(
+            "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
+        ):
+            check_task_edit(edit)
+            return self._decide_task(
+                run_id, decision, approver, comment, expected_digest, task, edit, who, checks
+            )
         with self._write(durable=True) as db:
             record, refused = sqlite_decisions.decide(
                 db,
@@ -420,38 +494,195 @@ class SqliteCheckpointer(Checkpointer):
                 expected_digest=expected_digest,
                 who=who,
                 checks=checks or {},
+                edit=edit,
             )
         if refused is not None:  # raised once the attempt's audit row is committed
             raise refused
         return record
+
+    def _decide_task(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+        task: str | None,
+        edit: DecisionEdit | None,
+        who: Identity,
+        checks: Mapping[str, PolicyCheck] | None,
+    ) -> Decision:
+        """Decide one held task of a superstep, exactly once: a conditional update of its row.
+
+        The interrupt's approver policy is checked as for a whole run, at the task's node.
+        """
+        refusal: Exception | None = None
+        reason: str | None = None
+        identity_json = dumps(who.to_json())
+        with self._write(durable=True) as db:
+            now = time.time()
+            try:
+                current = self._get(db, run_id)
+            except RunNotFound:
+                current = None
+            if current is None:
+                db.execute(
+                    f"INSERT INTO decisions ({DECISION_COLUMNS}) "
+                    "VALUES (NULL, ?, ?, NULL, ?, ?, ?, ?, NULL, 0, 'unknown run', ?, ?)",
+                    (
+                        run_id,
+                        task,
+                        decision,
+                        approver,
+                        comment,
+                        expected_digest,
+                        now,
+                        identity_json,
+                    ),
+                )
+        if current is None:
+            raise RunNotFound(run_id)
+        with self._write(durable=True) as db:
+            current = self._get(db, run_id)  # again, under the write lock
+            if task is None:
+                waiting = db.execute(
+                    "SELECT task_id FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
+                    (run_id,),
+                ).fetchall()
+                task = waiting[0][0] if len(waiting) == 1 else None
+            held_node = db.execute(
+                "SELECT node FROM pending_tasks WHERE run_id = ? AND task_id = ? "
+                "AND status = 'pending'",
+                (run_id, task),
+            ).fetchone()
+            denied = None
+            if held_node is not None and current.status == Status.PENDING:
+                at_task = dataclasses.replace(current, node=held_node[0])
+                denied = sqlite_decisions.policy_refusal(
+                    db, at_task, who, decision, approver, checks or {}
+                )
+            row = (
+                None
+                if denied is not None
+                else db.execute(
+                    "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ? "
+                    "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
+                    "AND (? IS NULL OR digest = ?) "
+                    "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
+                    "RETURNING step, node, digest",
+                    (
+                        decision,
+                        approver,
+                        now,
+                        run_id,
+                        task,
+                        expected_digest,
+                        expected_digest,
+                        run_id,
+                    ),
+                ).fetchone()
+            )
+            if row is not None:
+                step, node, digest = row
+                left = db.execute(
+                    "SELECT count(*) FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
+                    (run_id,),
+                ).fetchone()[0]
+                if decision == "rejected" or not left:
+                    db.execute(
+                        "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, "
+                        "decided_at = ? WHERE run_id = ?",
+                        (str(decision_status(decision)), now, approver, now, run_id),
+                    )
+                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
+                payload = {"by": approver, "identity": who.name, "comment": comment}
+                payload.update(digest=digest, task=task)
+                if edit is not None:
+                    payload.update(edit.audit())
+                event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
+                db.execute(
+                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+                    (run_id, event.seq, current.step, current.node, pack([event]), now),
+                )
+            else:
+                held = [
+                    PendingTask(run_id, *r)
+                    for r in db.execute(
+                        "SELECT step, task_id, node, digest, status, decided_by, decided_at "
+                        "FROM pending_tasks WHERE run_id = ?",
+                        (run_id,),
+                    )
+                ]
+                refusal, reason = task_refusal(run_id, task, held, current, expected_digest)
+                if denied is not None:
+                    refusal, reason = denied
+                step, digest = current.step, None
+            decision_id = db.execute(
+                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
+                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    run_id,
+                    task,
+                    step,
+                    decision,
+                    approver,
+                    comment,
+                    expected_digest,
+                    digest,
+                    int(refusal is None),
+                    reason,
+                    now,
+                    identity_json,
+                ),
+            ).fetchone()[0]
+            if refusal is None and edit is not None:
+                record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
+        if refusal is not None:
+            raise refusal
+        return Decision(
+            decision_id,
+            run_id,
+            task,
+            step,
+            decision,
+            approver,
+            comment,
+            expected_digest,
+            digest,
+            accepted=True,
+            reason=None,
+            at=now,
+            identity=who,
+            edit=None if edit is None else edit.audit(),
+        )
 
     # -- reading -------------------------------------------------------------------------
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         where = "" if step is None else " AND step = ?"
         rows = self._read(
-            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL"
-            f"{where} ORDER BY seq DESC LIMIT 1",
+            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
+            f"AND state IS NOT NULL{where} ORDER BY seq DESC LIMIT 1",
             (run_id,) if step is None else (run_id, step),
         )
         if not rows:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-        s, node, state, at = rows[0]
-        return Checkpoint(run_id, s, node, loads(state), at)
+        s, node, state, at, tasks = rows[0]
+        return Checkpoint(run_id, s, node, loads(state), at, loads(tasks) if tasks else None)
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         rows = self._read(
-            "SELECT step, node, state, at FROM entries WHERE run_id = ? AND state IS NOT NULL "
-            "ORDER BY seq",
+            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
+            "AND state IS NOT NULL ORDER BY seq",
             (run_id,),
         )
         if not rows:
             self.get_run(run_id)
-        latest = {s: (node, state, at) for s, node, state, at in rows}  # last write per step
+        latest = {s: (node, state, at, t) for s, node, state, at, t in rows}  # last per step
         return [
-            Checkpoint(run_id, s, node, loads(state), at)
-            for s, (node, state, at) in sorted(latest.items())
+            Checkpoint(run_id, s, node, loads(state), at, loads(t) if t else None)
+            for s, (node, state, at, t) in sorted(latest.items())
         ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
@@ -472,14 +703,16 @@ class SqliteCheckpointer(Checkpointer):
         return found
 
     def decisions(self, run_id: str | None = None) -> list[Decision]:
+        edits = "LEFT JOIN decision_edits ON decision_id = id"
         if run_id is None:
-            rows = self._read(f"SELECT {DECISION_COLUMNS} FROM decisions ORDER BY id")
+            rows = self._read(f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} ORDER BY id")
         else:
             rows = self._read(
-                f"SELECT {DECISION_COLUMNS} FROM decisions WHERE run_id = ? ORDER BY id",
+                f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} WHERE run_id = ? "
+                "ORDER BY id",
                 (run_id,),
             )
-        return [decision_row(r) for r in rows]
+        return [with_edit(decision_row(r[:-1]), r[-1]) for r in rows]
 
     # -- side effects ----------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from agentnb.errors import (
     StaleApproval,
 )
 from agentnb.identity import Identity
-from agentnb.store.base import decision_status
+from agentnb.store.base import DecisionEdit, decision_status
 from agentnb.store.policy import (
     ApproverPolicy,
     PendingRun,
@@ -35,8 +35,9 @@ from agentnb.store.policy import (
 from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
 from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
 from agentnb.store.sqlite_rows import run as run_row
+from agentnb.store.sqlite_tasks import edit_checkpoint, record_edit
 
-__all__ = ["decide", "get_run", "run_policy"]
+__all__ = ["decide", "get_run", "policy_refusal", "run_policy"]
 
 
 def get_run(db: sqlite3.Connection, run_id: str) -> RunRecord:
@@ -71,8 +72,12 @@ def decide(
     expected_digest: str | None,
     who: Identity,
     checks: Mapping[str, PolicyCheck],
+    edit: DecisionEdit | None = None,
 ) -> tuple[Decision, DecisionError | RunNotFound | None]:
-    """Decide (or refuse) and audit, in the caller's transaction; return both outcomes."""
+    """Decide (or refuse) and audit, in the caller's transaction; return both outcomes.
+
+    An accepted approval's ``edit`` (edited state, or an answer) is saved with it.
+    """
     refused: DecisionError | RunNotFound | None = None
     reason: str | None = None
     node: str | None = None
@@ -88,13 +93,8 @@ def decide(
         if current.status != Status.PENDING:
             refused = ApprovalNotPending(run_id, current.status, current.decided_by)
             reason = f"not pending: {current.status}"
-        elif found := _refusal(db, current, who, decision, approver, checks):
-            if found.unavailable is not None:
-                refused = PolicyUnavailable(run_id, node, who.name, found.unavailable)
-                reason = f"policy unavailable: {found.reason}"
-            else:
-                refused = NotAuthorized(run_id, node, who.name, found.reason)
-                reason = f"not authorized: {found.reason}"
+        elif denied := policy_refusal(db, current, who, decision, approver, checks):
+            refused, reason = denied
         elif expected_digest is not None and expected_digest != digest:
             refused = StaleApproval(run_id, expected_digest, digest or "")
             reason = "stale: the pending state changed"
@@ -106,11 +106,16 @@ def decide(
         )
         kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
         payload = {"by": approver, "identity": who.name, "comment": comment, "digest": digest}
+        edit = edit if decision == "approved" else None
+        if edit is not None:
+            payload.update(edit.audit())
+        state, tasks = edit_checkpoint(db, run_id, edit)
         seq = current.seq + 1
         event = Event(run_id, seq, current.step, kind, node, payload, now)
         db.execute(
-            "INSERT INTO entries VALUES (?, ?, ?, ?, NULL, ?, ?)",
-            (run_id, seq, current.step, node, pack([event]), now),
+            "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, current.step, node, state, pack([event]), now, tasks),
         )
     decision_id = db.execute(
         f"INSERT INTO decisions ({DECISION_COLUMNS}) "
@@ -130,6 +135,8 @@ def decide(
             dumps(who.to_json()),
         ),
     ).fetchone()[0]
+    if refused is None and edit is not None:
+        record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
     record = Decision(
         decision_id,
         run_id,
@@ -144,8 +151,29 @@ def decide(
         reason=reason,
         at=now,
         identity=who,
+        edit=None if refused is not None or edit is None else edit.audit(),
     )
     return record, refused
+
+
+def policy_refusal(
+    db: sqlite3.Connection,
+    run: RunRecord,
+    who: Identity,
+    decision: str,
+    approver: str,
+    checks: Mapping[str, PolicyCheck],
+) -> tuple[DecisionError, str] | None:
+    """The error and audit reason when the run's approver policy refuses ``who``."""
+    found = _refusal(db, run, who, decision, approver, checks)
+    if found is None:
+        return None
+    if found.unavailable is not None:
+        unavailable = PolicyUnavailable(run.run_id, run.node, who.name, found.unavailable)
+        return unavailable, f"policy unavailable: {found.reason}"
+    return NotAuthorized(run.run_id, run.node, who.name, found.reason), (
+        f"not authorized: {found.reason}"
+    )
 
 
 def _refusal(

@@ -12,6 +12,7 @@ each change wakes the relay so the browser hears of it within one update window.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -207,30 +208,61 @@ class Controls:
             return
         comment = comment if isinstance(comment, str) and comment else None
         digest = digest if isinstance(digest, str) and digest else None
+        held = content.get("task")  # one of several tasks a superstep holds, if so
+        held = held if isinstance(held, str) and held else None
+        update = content.get("update")  # approve with edits: the keys to change
+        if update is not None and not isinstance(update, dict):
+            self.say(error="Refused: the edits are not a JSON object of keys; nothing changed.")
+            return
         with self.lock:  # a person's new action: the last one's messages are answered
             self._error, self._notice, self._refused_at = "", "", None
-        task = asyncio.get_running_loop().create_task(self._decide(decision, by, comment, digest))
+        call = functools.partial(
+            self.run.decide,
+            decision,
+            by=by,
+            comment=comment,
+            expected_digest=digest,
+            task=held,
+            update=update,
+        )
+        task = asyncio.get_running_loop().create_task(self._decide(decision, by, call))
         self._decisions.add(task)
         task.add_done_callback(self._decisions.discard)
 
-    def _attempt(
-        self, decision: str, by: str, comment: str | None, digest: str | None
-    ) -> tuple[DecisionError, int] | None:
+    def respond(self, content: dict[str, Any]) -> None:
+        """Answer a node's question as the browser asked (checked by ``run.respond``)."""
+        by, comment, held = content.get("by"), content.get("comment"), content.get("task")
+        if not isinstance(by, str) or "value" not in content:
+            self.say(error=f"Refused: an answer by {by!r} is not a message this view sends.")
+            return
+        if self.decide_as is not None and by != self.decide_as:
+            self.say(error=f"Refused: this panel decides as {self.decide_as} only.")
+            return
+        comment = comment if isinstance(comment, str) and comment else None
+        held = held if isinstance(held, str) and held else None
+        with self.lock:
+            self._error, self._notice, self._refused_at = "", "", None
+        call = functools.partial(
+            self.run.respond, content["value"], by=by, comment=comment, task=held
+        )
+        task = asyncio.get_running_loop().create_task(self._decide("answered", by, call))
+        self._decisions.add(task)
+        task.add_done_callback(self._decisions.discard)
+
+    def _attempt(self, call: Callable[[], Any]) -> tuple[DecisionError, int] | None:
         """Worker thread: decide; a refusal comes back with the log's last seq at that time."""
         try:
-            self.run.decide(decision, by=by, comment=comment, expected_digest=digest)
+            call()
         except DecisionError as exc:
             return exc, self.run.workflow.checkpointer.get_run(self.run.run_id).seq
         return None
 
-    async def _decide(
-        self, decision: str, by: str, comment: str | None, digest: str | None
-    ) -> None:
+    async def _decide(self, decision: str, by: str, call: Callable[[], Any]) -> None:
         with self.lock:
             self._deciding += 1
         try:
             # The store's write may wait on another process's transaction: not on this loop.
-            refusal = await asyncio.to_thread(self._attempt, decision, by, comment, digest)
+            refusal = await asyncio.to_thread(self._attempt, call)
         except AgentnbError as exc:  # not a refusal: the run or the store is gone
             self.say(error=str(exc))
         else:
@@ -238,8 +270,9 @@ class Controls:
                 # Kept until the next action: a double click's refusal must stay visible.
                 self.say(error=f"Refused: {refusal[0]}", refused_at=refusal[1])
             else:
-                with self.lock:
-                    self._approved_here = self._approved_here or decision == "approved"
+                with self.lock:  # an answer approves the pause it answers
+                    approved = decision in ("approved", "answered")
+                    self._approved_here = self._approved_here or approved
                 self.say(notice=f"{decision.capitalize()} by {by}.")
         finally:
             with self.lock:

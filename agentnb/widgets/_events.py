@@ -148,6 +148,7 @@ def overlay_payload(overlay: Overlay, running: str | None = None) -> dict[str, A
         "failed": overlay.failed,
         "rejected": overlay.rejected,
         "last": list(overlay.last) if overlay.last else None,
+        "active": list(overlay.active),
     }
 
 
@@ -157,25 +158,58 @@ def overlay_at(events: Sequence[Event], workflow: Workflow, step: int) -> dict[s
 
 
 def pending_payload(events: Sequence[Event], digest: str | None) -> dict[str, Any]:
-    """What an approver is shown: the node, where the pause is, the exact state, its digest."""
+    """What an approver is shown: the node, where the pause is, the exact state, its digest.
+
+    When a superstep holds several tasks, each is shown in turn (``task``, and ``waiting``:
+    every task still undecided), with the digest of that task's own pause.
+    """
+    held = _undecided(events)
     for event in reversed(events):
         if event.type == "interrupted":
             p = event.payload
-            return {
+            task = p.get("task")
+            if held and task != held[0]:  # the first of them still undecided, in order
+                continue
+            shown = {
                 "node": event.node,
                 "when": p.get("when"),
                 "after": p.get("after"),
                 "step": event.step,
                 # The stored digest is the one the store will check; the event carries the
                 # same value, but the record is the arbiter if they ever differ.
-                "digest": digest or p.get("digest"),
+                "digest": (p.get("digest") if held else None) or digest or p.get("digest"),
                 "state": p.get("state"),
             }
+            if held:
+                shown.update(task=task, waiting=held)
+            if p.get("when") == "input":
+                shown["question"] = p.get("question")
+            return shown
     return {}
+
+
+def _undecided(events: Sequence[Event]) -> list[str]:
+    """The held tasks of the latest pause no decision has named yet, in pause order."""
+    decided: set[str] = set()
+    held: list[str] = []
+    for event in reversed(events):
+        task = event.payload.get("task")
+        if event.type in ("approved", "rejected") and isinstance(task, str):
+            decided.add(task)
+        elif event.type == "interrupted":
+            if not isinstance(task, str):
+                break
+            if task not in decided and task not in held:
+                held.append(task)
+        elif held:
+            break  # the hold's interrupts are written together
+    return held[::-1]
 
 
 def decided_payload(events: Sequence[Event]) -> dict[str, Any]:
     """The decision on the latest pause (``{}`` while undecided or never paused)."""
+    if _undecided(events):
+        return {}  # some held tasks still wait: the pause is not decided yet
     for event in reversed(events):
         if event.type in ("approved", "rejected"):
             p = event.payload

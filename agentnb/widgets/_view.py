@@ -12,6 +12,7 @@ Messages (``model.send`` in the browser, handled by :meth:`RunView._on_msg`)::
     {"kind": "bye", "view": id}        a view closed
     {"kind": "step" | "run" | "stop"}  drive the run, or cancel the drive in progress
     {"kind": "decide", "decision": "approved" | "rejected", "by", "comment", "digest"}
+    {"kind": "respond", "value", "by", "comment", "task"}   (a node's question answered)
     {"kind": "history", "view": id, "step": k}   state and overlay after k nodes
     {"kind": "viz_js"}                 send Graphviz-in-WebAssembly (once per page)
 """
@@ -253,6 +254,8 @@ class RunView(LiveView):
             call_on(controls.loop, controls.stop)
         elif kind == "decide":
             call_on(controls.loop, lambda: controls.decide(content))
+        elif kind == "respond":
+            call_on(controls.loop, lambda: controls.respond(content))
         elif kind == "history":
             step = content.get("step")
             if isinstance(step, int) and 0 <= step <= self.step:

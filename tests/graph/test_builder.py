@@ -85,13 +85,29 @@ def test_reserved_and_blank_node_names_are_refused_at_once(name: Any) -> None:
         StateGraph("t").add_node(name, noop)
 
 
-def test_duplicate_nodes_and_second_plain_edges_are_refused_at_once() -> None:
+def test_duplicate_nodes_are_refused_at_once() -> None:
     g = graph("a", "b", "c")
     with pytest.raises(DefinitionError, match="already defined"):
         g.add_node("a", noop)
-    g.add_edge("a", "b")
-    with pytest.raises(DefinitionError, match="already has an edge"):
-        g.add_edge("a", "c")
+
+
+def test_second_plain_edges_fan_out_and_a_repeated_edge_is_kept_once() -> None:
+    g = graph("a", "b", "c").set_entry_point("a")
+    g.add_edge("a", "b").add_edge("a", "c").add_edge("a", "b")
+    assert g.edges["a"] == ["b", "c"]
+    assert g.compile().successors("a") == ["b", "c"]
+
+
+def test_an_edge_from_a_list_of_nodes_is_a_join() -> None:
+    g = graph("a", "b", "c", "d").set_entry_point("a")
+    g.add_edge("a", "b").add_edge("a", "c").add_edge(["b", "c"], "d")
+    wf = g.compile()
+    assert [(j.sources, j.target) for j in wf.joins] == [(("b", "c"), "d")]
+    assert wf.successors("b") == ["d"]
+    with pytest.raises(DefinitionError, match="a list of them"):
+        g.add_edge([], "d")
+    with pytest.raises(DefinitionError, match="names 'x', which is not a node"):
+        graph("a", "b").set_entry_point("a").add_edge(["a", "x"], "b").compile()
 
 
 @pytest.mark.parametrize(

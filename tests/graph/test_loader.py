@@ -119,7 +119,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "plain_and_conditional.json": [
         ("$.conditional_edges[0].source", "has both a plain edge (to 'refund', at $.edges[2])")
     ],
-    "two_plain_edges.json": [("$.edges[2]", "node 'refund' already has an edge (to 'END'")],
+    "duplicate_edge.json": [
+        ("$.edges[2]", "the edge 'refund' -> 'END' is declared twice (at $.edges[1])")
+    ],
     "two_conditional_edges.json": [
         ("$.conditional_edges[1].source", "already has a conditional edge (at $.conditional_")
     ],
@@ -452,6 +454,48 @@ def test_fuzz_mutated_valid_files_only_ever_give_schema_errors(doc: Any, as_yaml
     _load_or_refuse(text, "yaml" if as_yaml else "json")
 
 
+def test_a_file_fans_out_and_joins_like_code_does() -> None:
+    document = {
+        "kind": "workflow",
+        "name": "research",
+        "entry": "plan",
+        "nodes": ["plan", "web", "papers", "write"],
+        "edges": [
+            {"source": "plan", "target": "web"},
+            {"source": "plan", "target": "papers"},
+            {"source": ["web", "papers"], "target": "write"},
+        ],
+        "reducers": {"notes": "concat"},
+    }
+    registry = {
+        "plan": lambda s: {"notes": []},
+        "web": lambda s: {"notes": ["web"]},
+        "papers": lambda s: {"notes": ["papers"]},
+        "write": lambda s: {"draft": " + ".join(s["notes"])},
+        "concat": lambda a, b: [*(a or []), *b],
+    }
+    run = load_workflow(json.dumps(document), registry=registry).compile().invoke({})
+    assert run.state["draft"] == "web + papers"
+
+
+def test_a_join_naming_an_unknown_node_is_a_problem_at_its_path() -> None:
+    document = {
+        "kind": "workflow",
+        "name": "research",
+        "entry": "plan",
+        "nodes": ["plan", "web", "write"],
+        "edges": [
+            {"source": "plan", "target": "web"},
+            {"source": ["web", "papres"], "target": "write"},
+        ],
+    }
+    registry = {name: (lambda s: None) for name in ("plan", "web", "write")}
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(json.dumps(document), registry=registry)
+    paths = [p.path for p in caught.value.problems]
+    assert paths == ["$.edges[1].source[1]"]
+
+
 POLICY_DOC = """
 kind: workflow
 name: guarded
@@ -504,3 +548,39 @@ def test_a_bad_approver_entry_in_a_file_is_a_schema_problem_at_its_path(
     assert problem.path == path
     assert fragment in str(problem)
     assert problem.fix
+
+
+def test_a_file_names_a_subgraph_from_the_registry() -> None:
+    inner = StateGraph("inner").add_node("look", lambda s: {"found": s["topic"], "tmp": 1})
+    document = {
+        "kind": "workflow",
+        "name": "outer",
+        "entry": "plan",
+        "nodes": [
+            "plan",
+            {"name": "research", "subgraph": "inner", "output_keys": ["found"]},
+        ],
+        "edges": [{"source": "plan", "target": "research"}],
+    }
+    registry = {"plan": lambda s: {"topic": "otters"}, "inner": inner.set_entry_point("look")}
+    run = load_workflow(json.dumps(document), registry=registry).compile().invoke({})
+    assert run.state == {"topic": "otters", "found": "otters"}
+    assert run.children()[0].status == "completed"
+
+
+def test_a_subgraph_reference_that_is_not_a_graph_or_has_fn_too_is_a_problem() -> None:
+    document = {
+        "kind": "workflow",
+        "name": "outer",
+        "entry": "research",
+        "nodes": [{"name": "research", "subgraph": "inner"}],
+    }
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(json.dumps(document), registry={"inner": lambda s: None})
+    assert [p.path for p in caught.value.problems] == ["$.nodes[0].subgraph"]
+    assert "not a StateGraph or a compiled Workflow" in caught.value.problems[0].message
+    both = {**document, "nodes": [{"name": "research", "subgraph": "inner", "fn": "inner"}]}
+    inner = StateGraph("inner").add_node("x", lambda s: None).set_entry_point("x")
+    with pytest.raises(SchemaError) as caught:
+        load_workflow(json.dumps(both), registry={"inner": inner})
+    assert [p.path for p in caught.value.problems] == ["$.nodes[0].fn"]

@@ -390,7 +390,7 @@ def test_async_nodes_and_ctx_are_supported(store: Checkpointer, drive: Driver) -
     drive.run(run)
     assert seen == [(run.run_id, 1, "fetch", f"{run.run_id}:1:fetch")]
     assert types(run.events)[-4:] == ["node_start", "tool_call", "state_update", "completed"]
-    assert run.events[-3].payload == {"tool": "search"}
+    assert run.events[-3].payload == {"data": [{"tool": "search"}], "count": 1}
 
 
 def test_custom_events_cannot_impersonate_built_in_ones(store: Checkpointer) -> None:

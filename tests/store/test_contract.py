@@ -29,7 +29,7 @@ from agentnb.examples import build_refund_workflow
 from agentnb.graph.run import Run
 from agentnb.store import PendingRun
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
-from agentnb.store.records import Event, RunRecord
+from agentnb.store.records import Event, PendingWrite, RunRecord
 
 
 def pending_run(store: Checkpointer, refunds: list[int] | None = None) -> Run:
@@ -248,6 +248,50 @@ def test_the_lease_is_renewed_by_steps_once_half_of_it_is_used(store: Checkpoint
     assert first is not None
     assert renewed is not None
     assert renewed > first
+
+
+def pending(task: str, step: int = 0, run_id: str = "r1") -> PendingWrite:
+    event = Event(run_id, 9, step, "node_start", task, {"task": task}, time.time())
+    return PendingWrite(run_id, step, task, task, {task: 1}, [event], time.time())
+
+
+def test_a_saved_task_result_reads_back_and_keeps_its_first_write(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    fence = store.acquire("r1", "me").fence
+    store.save_write("r1", fence, pending("b"))
+    store.save_write("r1", fence, pending("c"))
+    store.save_write("r1", fence, PendingWrite("r1", 0, "b", "b", {"b": 2}, [], time.time()))
+    saved = {w.task_id: w for w in store.pending_writes("r1", 0)}
+    assert {t: w.delta for t, w in saved.items()} == {"b": {"b": 1}, "c": {"c": 1}}
+    assert saved["b"].events[0].payload == {"task": "b"}
+    assert store.pending_writes("r1", 1) == []
+
+
+def test_a_stale_worker_cannot_save_a_task_result(store: Checkpointer) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    old = store.acquire("r1", "me").fence
+    store.acquire("r1", "me")  # a newer claim fences the old one out
+    with pytest.raises(LeaseLost):
+        store.save_write("r1", old, pending("b"))
+    assert store.pending_writes("r1", 0) == []
+
+
+def test_the_commit_that_merges_a_superstep_clears_its_pending_writes(
+    store: Checkpointer,
+) -> None:
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
+    fence = store.acquire("r1", "me").fence
+    store.save_write("r1", fence, pending("b"))
+    event = Event("r1", 2, 1, "state_update", "b", {}, time.time())
+    tasks = '{"nodes": ["c", "d"], "sends": [], "waiting": []}'
+    change = StepCommit(
+        Status.RUNNING, "c", 1, [event], CheckpointWrite(1, "c", '{"b":1}', tasks), settles=0
+    )
+    store.commit("r1", fence, change, lease_seconds=30)
+    assert store.pending_writes("r1", 0) == []
+    checkpoint = store.checkpoint("r1")
+    assert checkpoint.tasks == {"nodes": ["c", "d"], "sends": [], "waiting": []}
+    assert store.checkpoints("r1")[0].tasks is None
 
 
 # -- who may decide: approver policies, checked against the vouched identity -------------

@@ -36,7 +36,9 @@ def version_3_file(path: Path) -> None:
         [2, 0, "interrupted", "pay", {"when": "before", "after": None, "digest": "d1"}, now],
     ]
     db.execute(
-        "INSERT INTO entries VALUES ('old', 2, 0, 'pay', '{}', ?, ?)", (json.dumps(events), now)
+        "INSERT INTO entries (run_id, seq, step, node, state, events, at) "
+        "VALUES ('old', 2, 0, 'pay', '{}', ?, ?)",
+        (json.dumps(events), now),
     )
     db.execute(
         "INSERT INTO decisions (run_id, node, step, decision, approver, comment, digest_shown, "

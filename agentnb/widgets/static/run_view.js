@@ -47,7 +47,74 @@ function render({ model, el }) {
   commentIn.placeholder = "comment (optional)"; commentIn.setAttribute("aria-label", "comment");
   const approveBtn = button("Approve", "rv-btn rv-approve", "Approve exactly the state shown");
   const rejectBtn = button("Reject", "rv-btn rv-reject", "Reject: the node never runs");
-  form.append(approverIn, commentIn, approveBtn, rejectBtn);
+  // Approve with edits: the keys to change, as a JSON object (checked here, then by the
+  // kernel as state: merged through the reducers before the node runs).
+  const editIn = h("textarea", "rv-edit");
+  editIn.placeholder = 'edit before approving (optional), e.g. {"amount": 500}';
+  editIn.setAttribute("aria-label", "edits (JSON object)");
+  form.append(approverIn, commentIn, editIn, approveBtn, rejectBtn);
+  // A node's question (ctx.interrupt): the answer is typed as JSON, checked here before
+  // anything is sent, and checked against the question's schema by the kernel.
+  const answerBox = h("div", "rv-answer-box");
+  const answerIn = h("textarea", "rv-answer");
+  answerIn.setAttribute("aria-label", "answer (JSON)");
+  const answerBtn = button("Answer", "rv-btn rv-respond", "Send this answer (once)");
+  const fieldsBox = h("div", "rv-answer-fields");
+  answerBox.append(fieldsBox, answerIn, answerBtn);
+  form.append(answerBox);
+  let readAnswer = () => JSON.parse(answerIn.value);  // replaced by a form for a schema
+
+  // A form from the question's schema: a field per scalar (string, number, integer,
+  // boolean, enum), or per property of an object of scalars; anything else is JSON text.
+  // read() returns the value or throws an Error saying what is wrong: nothing is sent then.
+  const scalar = (schema, label) => {
+    const row = h("label", "rv-answer-field");
+    row.append(h("span", null, label));
+    let input;
+    if (Array.isArray(schema.enum)) {
+      input = h("select");
+      schema.enum.forEach((v, i) => {
+        const o = h("option", null, JSON.stringify(v)); o.value = String(i); input.append(o);
+      });
+      row.append(input);
+      return { row, read: () => schema.enum[Number(input.value)] };
+    }
+    const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+    if (type === "boolean") {
+      input = h("input"); input.type = "checkbox"; row.append(input);
+      return { row, read: () => input.checked };
+    }
+    input = h("input");
+    if (type === "number" || type === "integer") input.type = "number";
+    input.setAttribute("aria-label", label);
+    row.append(input);
+    return { row, read: () => {
+      if (type !== "number" && type !== "integer") return input.value;
+      if (input.value.trim() === "") throw new Error(`${label}: a number is needed`);
+      const n = Number(input.value);
+      if (type === "integer" && !Number.isInteger(n)) throw new Error(`${label}: a whole number is needed`);
+      return n;
+    } };
+  };
+  const isScalar = (sc) => sc && (Array.isArray(sc.enum) ||
+    ["string", "number", "integer", "boolean"].includes(Array.isArray(sc.type) ? sc.type[0] : sc.type));
+  function buildAnswerForm(schema) {
+    fieldsBox.replaceChildren();
+    answerIn.hidden = false;
+    readAnswer = () => JSON.parse(answerIn.value);
+    if (isScalar(schema)) {
+      const f = scalar(schema, "answer");
+      fieldsBox.append(f.row);
+      answerIn.hidden = true;
+      readAnswer = f.read;
+    } else if (schema && schema.type === "object" && schema.properties &&
+               Object.values(schema.properties).every(isScalar)) {
+      const fields = Object.entries(schema.properties).map(([k, sc]) => [k, scalar(sc, k)]);
+      fields.forEach(([, f]) => fieldsBox.append(f.row));
+      answerIn.hidden = true;
+      readAnswer = () => Object.fromEntries(fields.map(([k, f]) => [k, f.read()]));
+    }
+  }
   const decidedLine = h("div", "rv-decided");
   const policyLine = h("div", "rv-policy");  // who this kernel is, and who may decide
   approval.append(approvalHead, approvalState, digestLine, policyLine, form, decidedLine);
@@ -88,10 +155,12 @@ function render({ model, el }) {
   function applyOverlay() {
     const ov = (history ? history.overlay : model.get("overlay")) || {};
     const visited = new Set(ov.visited || []);
+    const lit = new Set(ov.active || []);  // every task of a superstep, when several
     for (const [name, gs] of drawing.nodes) {
       for (const g of gs) {
         g.classList.toggle("is-visited", visited.has(name));
-        g.classList.toggle("is-current", ov.current === name && ov.status !== "completed");
+        g.classList.toggle(
+          "is-current", (ov.current === name || lit.has(name)) && ov.status !== "completed");
         g.classList.toggle("is-running", ov.running === name);
         g.classList.toggle("is-pending", ov.pending === name);
         g.classList.toggle("is-failed", ov.failed === name);
@@ -219,14 +288,29 @@ function render({ model, el }) {
       approvalHead.textContent = pending.when === "after"
         ? `Awaiting approval after “${pending.after}” ran (next: “${pending.node}”)`
         : `Awaiting approval before “${pending.node}” runs`;
+      if (pending.waiting && pending.waiting.length > 1) {
+        // A superstep holds several tasks: each is decided on its own, this one first.
+        approvalHead.textContent += ` · task “${pending.task}” (${pending.waiting.length} awaiting: ${pending.waiting.join(", ")})`;
+      }
       approvalState.textContent = JSON.stringify(pending.state, null, 2);
       digestLine.textContent = `approving exactly this state · digest ${String(pending.digest || "").slice(0, 12)}…`;
+      if (pending.when === "input" && pending.question) {
+        const schema = pending.question.schema ? ` · answer: ${JSON.stringify(pending.question.schema)}` : "";
+        approvalHead.textContent = `“${pending.node}” asks: ${pending.question.question}${schema}`;
+      }
     } else {
       approvalHead.textContent = "Decision";
       approvalState.textContent = "";
       digestLine.textContent = "";
     }
     approvalState.hidden = digestLine.hidden = form.hidden = policyLine.hidden = !isPending;
+    const asking = isPending && pending.when === "input";
+    answerBox.hidden = !asking;
+    if (asking && answerBox.dataset.for !== pending.digest) {
+      answerBox.dataset.for = pending.digest || "";
+      buildAnswerForm((pending.question || {}).schema || {});
+    }
+    approveBtn.hidden = editIn.hidden = asking;
     // With an approver policy the kernel decides as its own identity: no typed name.
     const policy = isPending ? pending.policy : "";
     policyLine.textContent = `identity: ${model.get("identity") || "?"}` +
@@ -298,13 +382,48 @@ function render({ model, el }) {
   stopBtn.addEventListener("click", () => model.send({ kind: "stop" }));
   const decide = (decision) => {
     const pending = model.get("pending") || {};
+    let update = null;
+    if (decision === "approved" && editIn.value.trim() !== "") {
+      try {
+        update = JSON.parse(editIn.value);
+      } catch (err) {
+        update = err;
+      }
+      if (update instanceof Error || update === null || typeof update !== "object" || Array.isArray(update)) {
+        const why = update instanceof Error ? `not JSON (${update.message})` : "not a JSON object of keys";
+        localError = `Refused: the edits are ${why}; nothing was sent.`;
+        updateError();
+        return;
+      }
+    }
+    localError = "";
     // The digest of the state this view shows: the store refuses it if the run moved on.
-    model.send({
+    const message = {
       kind: "decide", decision, by: approverIn.value, comment: commentIn.value,
-      digest: pending.digest || "",
-    });
+      digest: pending.digest || "", task: pending.task || "",
+    };
+    if (update !== null) message.update = update;
+    model.send(message);
   };
   approveBtn.addEventListener("click", () => decide("approved"));
+  answerBtn.addEventListener("click", () => {
+    const pending = model.get("pending") || {};
+    let value;
+    try {
+      value = readAnswer();
+    } catch (err) {
+      const what = err instanceof SyntaxError ? `is not JSON (${err.message})` : `is incomplete (${err.message})`;
+      localError = `Refused: the answer ${what}; nothing was sent.`;
+      updateError();
+      return;
+    }
+    localError = "";
+    updateError();
+    model.send({
+      kind: "respond", value, by: approverIn.value, comment: commentIn.value,
+      task: pending.task || "",
+    });
+  });
   rejectBtn.addEventListener("click", () => decide("rejected"));
 
   function onMsg(msg, buffers) {

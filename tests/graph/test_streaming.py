@@ -1,0 +1,115 @@
+"""Streaming from inside a node: live to astream(mode="custom"), one record in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from agentnb import AgentnbError, NodeContext, StateGraph
+from agentnb.graph import streams
+from agentnb.graph.streams import Emitted
+
+DEADLINE = 10.0
+
+
+def test_tokens_reach_the_reader_while_the_node_still_runs() -> None:
+    heard = asyncio.Event
+
+    got: dict[str, Any] = {}
+
+    async def talk(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        ctx.emit("token", "Hel")
+        # Goes on only once the reader has the first token: proves it is live.
+        await asyncio.wait_for(got.setdefault("first", heard()).wait(), DEADLINE)
+        ctx.emit("token", "lo")
+        return {"said": "Hello"}
+
+    g = StateGraph("talk").add_node("talk", talk).set_entry_point("talk")
+    run = g.compile().start({})
+
+    async def read() -> list[Emitted]:
+        items = []
+        async for item in run.astream(mode="custom"):
+            items.append(item)
+            got.setdefault("first", heard()).set()
+        return items
+
+    items = asyncio.run(read())
+    assert [(i.node, i.kind, i.data) for i in items] == [
+        ("talk", "token", "Hel"),
+        ("talk", "token", "lo"),
+    ]
+    assert run.state == {"said": "Hello"}
+    stored = [e for e in run.events if e.type == "token"]
+    assert [e.payload for e in stored] == [{"data": ["Hel", "lo"], "count": 2}]
+
+
+def test_a_flood_of_tokens_is_one_bounded_record_per_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(streams, "KEEP", 50)
+
+    def flood(state: dict[str, Any], ctx: NodeContext) -> None:
+        for i in range(5000):
+            ctx.emit("token", i)
+        ctx.emit("progress", {"done": 1.0})
+
+    run = StateGraph("flood").add_node("flood", flood).set_entry_point("flood").compile().invoke({})
+    custom = [e for e in run.events if e.type in ("token", "progress")]
+    assert [e.type for e in custom] == ["token", "progress"]
+    assert custom[0].payload["count"] == 5000
+    assert custom[0].payload["data"] == list(range(50))
+    assert custom[0].payload["dropped"] == 4950
+    assert custom[1].payload == {"data": [{"done": 1.0}], "count": 1}
+
+
+def test_streams_can_be_live_only() -> None:
+    def talk(state: dict[str, Any], ctx: NodeContext) -> None:
+        ctx.emit("token", "x")
+
+    g = StateGraph("quiet").add_node("talk", talk).set_entry_point("talk")
+    run = g.compile(keep_streams=False).start({})
+    assert [i.data for i in run.stream(mode="custom")] == ["x"]
+    assert [e.type for e in run.events] == [
+        "run_started",
+        "node_start",
+        "state_update",
+        "completed",
+    ]
+
+
+def test_sync_branches_stream_live_from_their_threads() -> None:
+    barrier = threading.Event()
+
+    def first(state: dict[str, Any], ctx: NodeContext) -> None:
+        ctx.emit("token", "from a thread")
+        assert barrier.wait(DEADLINE)  # released by the reader, who must have it already
+
+    g = StateGraph("threads")
+    g.add_node("start", lambda s: None).add_node("a", first).add_node("b", lambda s: None)
+    g.set_entry_point("start").add_edge("start", "a").add_edge("start", "b")
+    run = g.compile().start({})
+    seen = []
+    for item in run.stream(mode="custom"):
+        seen.append((item.task, item.data))
+        barrier.set()
+    assert seen == [("a", "from a thread")]
+    assert run.status == "completed"
+
+
+def test_an_unknown_stream_mode_is_refused() -> None:
+    run = StateGraph("m").add_node("a", lambda s: None).set_entry_point("a").compile().start({})
+    with pytest.raises(AgentnbError, match="mode='custom'"):
+        run.astream(mode="tokens")
+
+
+def test_a_workflow_streams_what_its_nodes_emit() -> None:
+    def talk(state: dict[str, Any], ctx: NodeContext) -> None:
+        for token in ("a", "b"):
+            ctx.emit("token", token)
+
+    wf = StateGraph("wf").add_node("talk", talk).set_entry_point("talk").compile()
+    assert [i.data for i in wf.stream({}, mode="custom")] == ["a", "b"]
+    types = [e.type for e in wf.stream({})]
+    assert types == ["run_started", "node_start", "token", "state_update", "completed"]
