@@ -8,6 +8,7 @@ registered exercise: ``test_every_exercise_is_tested_both_ways`` keeps the table
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from agentnb import SqliteCheckpointer
 from agentnb.teach import exercises, grade
 from tests.teach import chart_scenarios as c
+from tests.teach import parallel_scenarios as p
 from tests.teach import scenarios as s
 
 P = functools.partial
@@ -53,6 +55,16 @@ CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
     ),
     "05.2": (P(s.timed_out_reply, timeout_reply=True), P(s.timed_out_reply, timeout_reply=False)),
     "05.3": (P(s.decided_refunds, decide_all=True), P(s.decided_refunds, decide_all=False)),
+    "06.1": (P(p.research, joined=True), P(p.research, joined=False)),
+    "06.2": (
+        P(p.word_counts, reducer=operator.add),
+        P(p.word_counts, reducer=lambda old, new: new),
+    ),
+    "06.3": (P(p.booking, form=True), P(p.booking, form=False)),
+    "06.4": (
+        p.predict([["plan"], ["papers", "web"], ["cite"], ["write"]]),
+        p.predict([["plan"], ["papers", "web"], ["cite", "web"], ["write"]]),
+    ),
     "07.1": (
         P(c.light_region, guard="In('opened') or In('cooking')"),
         P(c.light_region, guard="In('opened')"),
@@ -127,3 +139,25 @@ def test_a_wrong_count_of_pending_timers_fails_the_click_prediction(
     result = grade("07.4", **c.clicks({"oven": "heating", "timers": 0})(store))
     assert not result.passed
     assert "the timers" in result.observed
+
+
+def test_a_map_reduce_without_a_reducer_fails_on_its_conflicting_update(
+    store: SqliteCheckpointer,
+) -> None:
+    result = grade("06.2", **p.word_counts(store, reducer=None))
+    assert not result.passed
+    assert "failed (ConflictingUpdate)" in result.observed
+
+
+def test_a_form_answered_but_not_run_on_is_not_done(store: SqliteCheckpointer) -> None:
+    result = grade("06.3", **p.booking(store, form=True, run_on=False))
+    assert not result.passed
+    assert "answered" in result.observed
+    assert "pending" in result.observed or "approved" in result.observed
+
+
+def test_a_prediction_of_a_run_not_stepped_to_its_end_fails(store: SqliteCheckpointer) -> None:
+    kwargs = p.outline(store, answer=[["plan"], ["papers", "web"], ["cite"], ["write"]], steps=2)
+    result = grade("06.4", **kwargs)
+    assert not result.passed
+    assert "no completed run" in result.observed
