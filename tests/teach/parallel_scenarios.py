@@ -32,12 +32,15 @@ def research(store: SqliteCheckpointer, *, joined: bool) -> dict[str, Any]:
 
 
 def word_counts(
-    store: SqliteCheckpointer, *, reducer: Callable[[Any, Any], Any] | None
+    store: SqliteCheckpointer, *, reducer: Callable[[Any, Any], Any] | None, skip: int = 0
 ) -> dict[str, Any]:
-    """Count each document's words in a task of its own; ``reducer=None``: no reducer."""
+    """Count each document's words in a task of its own; ``reducer=None``: no reducer;
+    ``skip``: documents this short (in words) return no count."""
     g = StateGraph("words", reducers={} if reducer is None else {"words": reducer})
     g.add_node("split", lambda state: None)
-    g.add_node("count", lambda state: {"words": len(state["doc"].split())})
+    g.add_node(
+        "count", lambda state: {"words": n} if (n := len(state["doc"].split())) > skip else {}
+    )
     g.add_node("report", lambda state: {"total": state["words"]})
     g.set_entry_point("split")
     g.add_conditional_edge(

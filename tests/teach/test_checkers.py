@@ -161,3 +161,9 @@ def test_a_prediction_of_a_run_not_stepped_to_its_end_fails(store: SqliteCheckpo
     result = grade("06.4", **kwargs)
     assert not result.passed
     assert "no completed run" in result.observed
+
+
+def test_a_map_reduce_whose_tasks_do_not_all_count_fails(store: SqliteCheckpointer) -> None:
+    result = grade("06.2", **p.word_counts(store, reducer=operator.add, skip=3))
+    assert not result.passed
+    assert "sent 3 tasks, but only 2 of them returned a count" in result.observed

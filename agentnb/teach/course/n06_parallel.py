@@ -106,6 +106,11 @@ def map_reduce(evidence: Evidence) -> Outcome:
             key, values = max(counts.items(), key=lambda kv: len(kv[1]))
             if len(values) < 2:
                 continue
+            if len(values) != len(sends):
+                return no(
+                    f"run {run.run_id!r} sent {len(sends)} tasks, but only {len(values)} of "
+                    f"them returned a count under `{key}`"
+                )
             after = evidence.checkpoints(run.run_id)
             later = [c for c in after if c.step == checkpoint.step + 1]
             if not later:
