@@ -213,6 +213,34 @@ def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+def _cmd_prune(args: argparse.Namespace, out: TextIO) -> int:
+    import datetime as dt
+    import time
+
+    from agentnb.store.retention import parse_duration, prunable_statuses
+
+    age = parse_duration(args.older_than)
+    statuses = ", ".join(str(s) for s in prunable_statuses(args.status))
+    before = time.time() - age
+    with _open_existing(args.db) as store:
+        pruned = store.prune(before=before, status=args.status, include_audit=args.include_audit)
+    when = dt.datetime.fromtimestamp(before, dt.UTC).isoformat(timespec="seconds")
+    if not pruned.runs:
+        out.write(f"no runs ({statuses}) ended before {when}; nothing deleted\n")
+        return OK
+    plural = "s" if len(pruned.runs) != 1 else ""
+    out.write(f"deleted {len(pruned.runs)} run{plural} ({statuses}) that ended before {when}\n")
+    if args.include_audit:
+        out.write(f"deleted their decision audit ({pruned.audit_rows} rows)\n")
+    else:
+        out.write("kept their decision audit (--include-audit deletes it too)\n")
+    if pruned.space_returned:
+        out.write(f"returned {pruned.freed_bytes / 2**20:.1f} MiB to the file system\n")
+    else:
+        out.write("another process held the file: the next prune returns the space\n")
+    return OK
+
+
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.examples.refund import build_refund_workflow
 
@@ -334,6 +362,25 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
 
+    prune = sub.add_parser(
+        "prune",
+        help="delete old finished runs (never running or pending ones); keep the audit",
+        description="Delete the runs that ended more than --older-than ago: their "
+        "checkpoints, events, policies and effect ledger. Running, pending and approved "
+        "runs are never deleted; state-machine instances are left alone. The decision "
+        "audit stays unless --include-audit. The space is returned to the file system.",
+    )
+    prune.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    prune.add_argument(
+        "--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 1w (s m h d w)"
+    )
+    prune.add_argument(
+        "--status", help="only this status: completed, rejected, failed or cancelled"
+    )
+    prune.add_argument(
+        "--include-audit", action="store_true", help="delete the runs' decision audit too"
+    )
+
     check = sub.add_parser("check", help="grade a course exercise from a database")
     check.add_argument("exercise", nargs="?", help="the exercise id, e.g. 02.1")
     check.add_argument("--db", help="the SQLite file to grade (a submission)")
@@ -393,6 +440,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": _cmd_demo,
     "draw": _cmd_draw,
     "validate": _cmd_validate,
+    "prune": _cmd_prune,
     "runs": _cmd_runs,
     "show": _cmd_show,
     "approve": _cmd_decide,

@@ -23,7 +23,8 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── RunNotFound            no run with that id in this store
     │   ├── RunBusy                another worker holds the run's lease
     │   ├── LeaseLost              this worker was fenced out by a newer owner
-    │   └── RunNotActive           the run cannot be driven in its current status
+    │   ├── RunNotActive           the run cannot be driven in its current status
+    │   └── RunActive              the run is pending or being driven: it is never deleted
     ├── DecisionError              an approval or rejection was refused
     │   ├── InvalidDecision        not "approved"/"rejected", or no approver named
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
@@ -36,7 +37,8 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── InstanceNotFound           no state-machine instance with that id in this store
     ├── StoreError                 the checkpoint database cannot be used
     │   ├── SchemaVersionError     the database was written by a newer agentnb
-    │   └── InstanceConflict       another writer moved a machine instance on first
+    │   ├── InstanceConflict       another writer moved a machine instance on first
+    │   └── InvalidRetention       ``prune``: a duration or status it cannot use
     ├── RenderError                Graphviz failed, timed out, or drew something unsafe
     ├── UnknownExercise            ``agentnb.teach`` has no exercise with that id
     ├── ExerciseFailed             ``check(..., strict=True)`` found the exercise not done
@@ -62,6 +64,7 @@ __all__ = [
     "InstanceNotFound",
     "InvalidAnswer",
     "InvalidDecision",
+    "InvalidRetention",
     "InvalidState",
     "LeaseLost",
     "MissingDependency",
@@ -71,6 +74,7 @@ __all__ = [
     "PolicyUnavailable",
     "RenderError",
     "RoutingError",
+    "RunActive",
     "RunBusy",
     "RunError",
     "RunNotActive",
@@ -390,6 +394,30 @@ class RunNotActive(RunError):
         super().__init__(f"run {run_id!r} is {status}: {hint}", run_id=run_id)
 
 
+class RunActive(RunError):
+    """The run is waiting for a decision or being driven, so it is not deleted."""
+
+    def __init__(self, run_id: str, status: str, worker: str | None = None) -> None:
+        self.status = status
+        self.worker = worker
+        if worker is not None:
+            fix = (
+                f"worker {worker} holds its lease; a run being driven is never deleted. "
+                "Cancel it or wait until it ends, then delete it"
+            )
+        elif status == "pending":
+            fix = (
+                "a person is asked to decide it, and a pending approval is never deleted. "
+                "Reject it first (agentnb reject RUN --db PATH --as NAME), then delete it"
+            )
+        else:
+            fix = (
+                "it was approved and waits for a worker to continue it; deleting it would "
+                "drop that decision. Continue or cancel it first, then delete it"
+            )
+        super().__init__(f"run {run_id!r} is {status}: {fix}", run_id=run_id)
+
+
 # -- decisions ---------------------------------------------------------------------------
 
 
@@ -578,6 +606,15 @@ class InstanceConflict(StoreError):
             f"#{found}, expected #{expected}), so nothing was saved. Send the event again: "
             "it will be decided from the new state."
         )
+
+
+class InvalidRetention(StoreError):
+    """``prune`` was given a duration or a status it cannot use; nothing was deleted."""
+
+    def __init__(self, argument: str, value: object, fix: str) -> None:
+        self.argument = argument
+        self.value = value
+        super().__init__(f"{argument} {value!r} cannot be used: {fix}; nothing was deleted")
 
 
 # -- teaching ----------------------------------------------------------------------------

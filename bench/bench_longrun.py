@@ -6,7 +6,8 @@ driven by ``run.step()`` on a ``SqliteCheckpointer`` — and prints, measured in
 
 * the database size after the run (checkpoints, events and all);
 * µs per step over the first 100 and the last 100 steps, and their ratio (goal ≤ 1.3×);
-* the whole run, and ``history()`` of the finished run;
+* the whole run; listing ``history()`` of the finished run (goal ≤ 50 ms) and loading
+  one checkpoint's state from it (the middle one; goal ≤ 5 ms);
 * the same workload on LangGraph + SqliteSaver with ``durability="sync"`` when the bench
   extra is installed (goal: agentnb's whole run ≤ 0.2× LangGraph's).
 
@@ -59,13 +60,18 @@ def agentnb_run(folder: Path, steps: int) -> dict[str, Any]:
         history = run.history()
         history_s = time.perf_counter() - t
         assert len(history) >= steps
+        t = time.perf_counter()
+        middle = history[len(history) // 2].state
+        load_s = time.perf_counter() - t
+        assert len(middle["messages"]) == len(history) // 2
     with sqlite3.connect(path) as db:  # fold the WAL in so the size is the data's
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return {
         "first": sum(times[:WINDOW]) / WINDOW * 1e6,
         "last": sum(times[-WINDOW:]) / WINDOW * 1e6,
         "whole": whole,
-        "history": history_s,
+        "history": history_s * 1e3,
+        "load": load_s * 1e3,
         "bytes": size_of(path),
     }
 
@@ -111,6 +117,7 @@ def langgraph_run(folder: Path, steps: int) -> dict[str, Any] | None:
         "last": sum(times[-WINDOW:]) / WINDOW * 1e6,
         "whole": whole,
         "history": None,
+        "load": None,
         "bytes": size_of(path),
     }
 
@@ -134,13 +141,16 @@ def main() -> None:
     print(f"{'  growth last/first':28}{ours['last'] / ours['first']:>13.2f}x", end="")
     print(f"{theirs['last'] / theirs['first']:>13.2f}x" if theirs else f"{'-':>14}")
     row("whole run, s", "whole", ".2f")
-    row("history(), s", "history", ".3f")
+    row("history() listing, ms", "history", ".1f")
+    row("one checkpoint load, ms", "load", ".2f")
     print(f"{'database, MiB':28}{ours['bytes'] / 2**20:>14.2f}", end="")
     print(f"{theirs['bytes'] / 2**20:>14.2f}" if theirs else f"{'-':>14}")
     if theirs:
         print(f"whole run vs LangGraph: {ours['whole'] / theirs['whole']:.2f}x (goal ≤ 0.2x)")
     print(f"step growth: {ours['last'] / ours['first']:.2f}x (goal ≤ 1.3x)")
     print(f"database: {ours['bytes'] / 2**20:.2f} MiB (goal ≤ 3 MiB)")
+    print(f"history listing: {ours['history']:.1f} ms (goal ≤ 50 ms)")
+    print(f"one checkpoint load: {ours['load']:.2f} ms (goal ≤ 5 ms)")
 
 
 if __name__ == "__main__":

@@ -38,9 +38,9 @@ from agentnb.store.base import (
     new_owner,
     pending_digest,
 )
+from agentnb.store.history import History
 from agentnb.store.policy import RunPolicy
 from agentnb.store.records import (
-    Checkpoint,
     Decision,
     Effect,
     Event,
@@ -416,9 +416,12 @@ class Run(Drawable, HasTimeline, Viewable):
         """Who started the run, and who may decide its interrupts (stored at its start)."""
         return self._store.run_policy(self.run_id)
 
-    def history(self) -> list[Checkpoint]:
-        """Every checkpoint, oldest first: the state after 0, 1, 2, ... nodes."""
-        return self._store.checkpoints(self.run_id)
+    def history(self) -> History:
+        """Every checkpoint, oldest first: the state after 0, 1, 2, ... nodes.
+
+        Listed without decoding a state; each item's ``state`` is read when asked for.
+        """
+        return History(self._store, self._store.list_checkpoints(self.run_id))
 
     def decisions(self) -> list[Decision]:
         """The audit of decisions on this run, refused attempts included."""

@@ -55,6 +55,12 @@ from agentnb.store.records import (
     Status,
 )
 
+if TYPE_CHECKING:
+    import datetime
+
+    from agentnb.store.history import CheckpointInfo
+    from agentnb.store.retention import Pruned
+
 __all__ = [
     "CheckpointWrite",
     "Checkpointer",
@@ -386,6 +392,53 @@ class Checkpointer(ABC):
     def run_status(self, run_id: str) -> Status:
         """Shortcut for ``get_run(run_id).status``."""
         return self.get_run(run_id).status
+
+    # -- history ---------------------------------------------------------------------------
+
+    def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
+        """Every checkpoint's step, node and time, oldest first, without decoding a state.
+
+        :meth:`checkpoint` loads any one of them. Backends answer from an index; this
+        default (for a backend without one) decodes them all.
+        """
+        from agentnb.store.history import CheckpointInfo
+
+        return [CheckpointInfo(c.run_id, c.step, c.node, c.at) for c in self.checkpoints(run_id)]
+
+    # -- retention (rules: agentnb.store.retention) ----------------------------------------
+
+    @abstractmethod
+    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+        """Delete one run: its row, checkpoints, events, policy and effect ledger.
+
+        The decision audit stays unless ``include_audit``. A run that is pending, approved
+        or held by a live lease is refused with :class:`~agentnb.errors.RunActive`
+        (nothing deleted); an unknown id raises :class:`~agentnb.errors.RunNotFound`.
+        """
+
+    @abstractmethod
+    def prune(
+        self,
+        *,
+        before: float | datetime.datetime,
+        status: Status | str | None = None,
+        include_audit: bool = False,
+    ) -> Pruned:
+        """Delete the runs that ended before ``before`` (epoch seconds or a datetime).
+
+        Takes ``completed``, ``rejected`` and ``failed`` runs, or only ``status`` (one of
+        those or ``cancelled``); running, pending and approved runs are never taken
+        (another status raises :class:`~agentnb.errors.InvalidRetention`). Each run goes
+        in a transaction of its own, as :meth:`delete_run` does, and the space is returned.
+        With ``include_audit``, the audit older than ``before`` that earlier prunes kept
+        for runs since deleted goes too.
+
+        Example:
+            >>> import time
+            >>> from agentnb import MemoryCheckpointer
+            >>> MemoryCheckpointer().prune(before=time.time() - 30 * 86400).runs
+            ()
+        """
 
 
 def decision_status(decision: str) -> Status:

@@ -13,6 +13,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    import datetime
+
 from agentnb._json import loads
 from agentnb.errors import (
     ApprovalNotPending,
@@ -39,6 +42,7 @@ from agentnb.store.base import (
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store.history import CheckpointInfo
 from agentnb.store.policy import (
     ApproverPolicy,
     PendingRun,
@@ -57,6 +61,13 @@ from agentnb.store.records import (
     PendingWrite,
     RunRecord,
     Status,
+)
+from agentnb.store.retention import (
+    Pruned,
+    check_deletable,
+    cutoff,
+    prunable_statuses,
+    selected,
 )
 
 __all__ = ["MemoryCheckpointer"]
@@ -519,3 +530,52 @@ class MemoryCheckpointer(Checkpointer):
         with self._lock:
             self._check_open()
             return [e for e, _ in self._effects.values() if e.run_id == run_id]
+
+    # -- history and retention (rules: agentnb.store.retention) ----------------------------
+
+    def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
+        with self._lock:
+            self._get(run_id)
+            saved = sorted(self._checkpoints[run_id].items())
+        return [CheckpointInfo(run_id, step, row[0], row[2]) for step, row in saved]
+
+    def _delete(self, run_id: str, include_audit: bool) -> int:
+        """Delete ``run_id`` (the caller holds the lock and has checked it)."""
+        del self._runs[run_id]
+        for per_run in (self._checkpoints, self._events, self._policies):
+            per_run.pop(run_id, None)
+        for key in [k for k, (effect, _) in self._effects.items() if effect.run_id == run_id]:
+            del self._effects[key]
+        if not include_audit:
+            return 0
+        kept = [d for d in self._decisions if d.run_id != run_id]
+        deleted = len(self._decisions) - len(kept)
+        self._decisions = kept
+        return deleted
+
+    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+        with self._lock:
+            check_deletable(self._get(run_id))
+            return Pruned((run_id,), self._delete(run_id, include_audit))
+
+    def prune(
+        self,
+        *,
+        before: float | datetime.datetime,
+        status: Status | str | None = None,
+        include_audit: bool = False,
+    ) -> Pruned:
+        until = cutoff(before)
+        statuses = prunable_statuses(status)
+        with self._lock:
+            self._check_open()
+            chosen = sorted(
+                (r for r in self._runs.values() if selected(r, statuses, until)),
+                key=lambda r: r.created_at,
+            )
+            audit = sum(self._delete(r.run_id, include_audit) for r in chosen)
+            if include_audit:  # and the audit kept by earlier prunes, now old enough
+                kept = [d for d in self._decisions if d.at >= until or d.run_id in self._runs]
+                audit += len(self._decisions) - len(kept)
+                self._decisions = kept
+        return Pruned(tuple(r.run_id for r in chosen), audit)

@@ -4,18 +4,22 @@ Each ``migrations/sqlite_NNNN_*.sql`` file is one version; ``schema_version`` re
 ones applied. Opening a file at the latest version costs one read; an older file is
 upgraded in one ``BEGIN IMMEDIATE`` transaction (so two processes opening it at once
 apply each migration once); a file from a newer agentnb is refused.
+
+A migration may have a Python step (:data:`STEPS`), run in the same transaction right
+after its SQL, for what SQL alone cannot say (a change that depends on which tables an
+earlier migration created).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 
 from agentnb.errors import SchemaVersionError
 
-__all__ = ["LATEST", "MIGRATIONS", "migrate", "version"]
+__all__ = ["LATEST", "MIGRATIONS", "STEPS", "migrate", "version"]
 
 MIGRATIONS = (
     "sqlite_0001_initial.sql",
@@ -25,8 +29,32 @@ MIGRATIONS = (
     "sqlite_0005_supersteps.sql",
     # Numbered 0006 (0005 lands from another branch); the list order is what counts.
     "sqlite_0006_machine_timers.sql",
+    "sqlite_0007_long_runs.sql",
 )
 LATEST = len(MIGRATIONS)
+
+
+def _audit_edits_kept_while_their_decision_exists(db: sqlite3.Connection) -> None:
+    """The append-only rule of 0007 for ``decision_edits``, when a migration created it:
+    an edit is deleted only after its decision row was (retention with ``include_audit``)."""
+    found = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'decision_edits'"
+    ).fetchone()
+    if found is None:
+        return
+    db.execute("DROP TRIGGER IF EXISTS decision_edits_append_only_delete")
+    db.execute(
+        "CREATE TRIGGER decision_edits_kept_while_their_decision_exists BEFORE DELETE ON "
+        "decision_edits WHEN EXISTS (SELECT 1 FROM decisions WHERE id = OLD.decision_id) "
+        "BEGIN SELECT RAISE(ABORT, 'the decision audit of an existing run is append-only'); "
+        "END"
+    )
+
+
+STEPS: dict[str, Callable[[sqlite3.Connection], None]] = {
+    "sqlite_0007_long_runs.sql": _audit_edits_kept_while_their_decision_exists,
+}
+"""Python steps run right after the SQL of the migration they are keyed by."""
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -70,6 +98,8 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
         for number, name in enumerate(MIGRATIONS[found:], start=found + 1):
             for statement in _statements((folder / name).read_text("utf-8")):
                 db.execute(statement)
+            if name in STEPS:
+                STEPS[name](db)
             db.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
     except BaseException:
         db.execute("ROLLBACK")

@@ -36,9 +36,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    import datetime
+
 from agentnb._json import dumps, loads
 from agentnb.errors import (
     LeaseLost,
+    RunActive,
     RunBusy,
     RunNotFound,
     StoreError,
@@ -64,7 +68,8 @@ from agentnb.store.sqlite_tasks import (
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store import sqlite_decisions
+from agentnb.store import sqlite_decisions, sqlite_retention
+from agentnb.store.history import CheckpointInfo
 from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.policy import (
     ApproverPolicy,
@@ -82,6 +87,7 @@ from agentnb.store.records import (
     RunRecord,
     Status,
 )
+from agentnb.store.retention import Pruned, cutoff, prunable_statuses, selected
 from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
 from agentnb.store.sqlite_rows import decision as decision_row
 from agentnb.store.sqlite_rows import run as run_row
@@ -144,6 +150,11 @@ class SqliteCheckpointer(Checkpointer):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         try:
+            if self._db.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # A new file, before WAL writes its header: incremental auto-vacuum, so
+                # retention gives space back (an older file is converted by its first
+                # prune). Only then: on an existing file the pragma takes the write lock.
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={level}")
             self._timeout_ms = int(timeout * 1000)
@@ -659,11 +670,17 @@ class SqliteCheckpointer(Checkpointer):
     # -- reading -------------------------------------------------------------------------
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
-        where = "" if step is None else " AND step = ?"
+        # A step's entries are found through the index (one lookup, then their rows).
+        where = (
+            ""
+            if step is None
+            else " AND seq IN (SELECT seq FROM entries INDEXED BY entries_by_step "
+            "WHERE run_id = ? AND step = ?)"
+        )
         rows = self._read(
             "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
             f"AND state IS NOT NULL{where} ORDER BY seq DESC LIMIT 1",
-            (run_id,) if step is None else (run_id, step),
+            (run_id,) if step is None else (run_id, run_id, step),
         )
         if not rows:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
@@ -740,3 +757,79 @@ class SqliteCheckpointer(Checkpointer):
             (run_id,),
         )
         return [Effect(k, r, s, n, name, loads(res), at) for k, r, s, n, name, res, at in rows]
+
+    # -- history and retention (rules: agentnb.store.retention) ----------------------------
+
+    def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
+        # Two index scans (migration 0007); no entry's state is read.
+        rows = self._read(
+            "SELECT step, node, at, seq FROM entries INDEXED BY entries_by_step "
+            "WHERE run_id = ? ORDER BY step, seq",
+            (run_id,),
+        )
+        if not rows:
+            self.get_run(run_id)
+        without = {
+            seq
+            for (seq,) in self._read(
+                "SELECT seq FROM entries INDEXED BY entries_without_state "
+                "WHERE run_id = ? AND state IS NULL",
+                (run_id,),
+            )
+        }
+        latest = {s: (node, at) for s, node, at, seq in rows if seq not in without}
+        return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]
+
+    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+        with self._lock:
+            before = sqlite_retention.size(self._db)
+            with self._write() as db:
+                audit = sqlite_retention.delete(
+                    db, run_id, include_audit=include_audit, now=time.time()
+                )
+            returned = sqlite_retention.return_space(self._db, self.path)
+            freed = before - sqlite_retention.size(self._db)
+        return Pruned((run_id,), audit, max(freed, 0), returned)
+
+    def prune(
+        self,
+        *,
+        before: float | datetime.datetime,
+        status: Status | str | None = None,
+        include_audit: bool = False,
+    ) -> Pruned:
+        until = cutoff(before)
+        statuses = prunable_statuses(status)
+        marks = ", ".join("?" for _ in statuses)
+        rows = self._read(
+            f"{RUN_SELECT} WHERE r.status IN ({marks}) AND r.status_at < ? ORDER BY r.created_at",
+            (*(str(s) for s in statuses), until),
+        )
+        deleted: list[str] = []
+        audit = 0
+        with self._lock:
+            size_before = sqlite_retention.size(self._db)
+            for row in rows:
+                # One transaction per run, the choice made again under the write lock: a
+                # run continued or decided since the read above is left alone.
+                with self._write() as db:
+                    try:
+                        found = self._get(db, row[0])
+                    except RunNotFound:
+                        continue
+                    if not selected(found, statuses, until):
+                        continue
+                    try:
+                        audit += sqlite_retention.delete(
+                            db, row[0], include_audit=include_audit, now=time.time()
+                        )
+                    except (RunNotFound, RunActive):
+                        continue
+                deleted.append(row[0])
+            if include_audit:
+                with self._write() as db:
+                    audit += sqlite_retention.delete_orphan_audit(db, until)
+            changed = deleted or audit
+            returned = sqlite_retention.return_space(self._db, self.path) if changed else True
+            freed = size_before - sqlite_retention.size(self._db)
+        return Pruned(tuple(deleted), audit, max(freed, 0), returned)

@@ -1,0 +1,114 @@
+"""The SQLite checkpointer's retention: deleting a run's rows, and giving the space back.
+
+The rules are :mod:`agentnb.store.retention`'s. Each run is deleted in one ``BEGIN
+IMMEDIATE`` transaction of the caller's, after :func:`~agentnb.store.retention.check_deletable`
+has seen its row under the write lock — so a worker taking the lease, or an approver
+deciding, in another process, is either before the check (and the run is refused) or after
+the delete (and finds no run).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from agentnb.store.retention import check_deletable
+from agentnb.store.sqlite_decisions import get_run
+
+__all__ = [
+    "AUDIT_TABLES",
+    "RUN_TABLES",
+    "delete",
+    "delete_orphan_audit",
+    "return_space",
+    "size",
+]
+
+RUN_TABLES = (
+    "entries",
+    "run_policies",
+    "effects",
+    "pending_writes",
+    "pending_tasks",
+)
+"""Tables of per-run data (a ``run_id`` column) deleted with the run, when present.
+
+A table added by a later migration must be named here or in :data:`AUDIT_TABLES`: a test
+fails until it is."""
+AUDIT_TABLES = ("decisions", "decision_edits")
+"""The append-only decision audit: kept, unless a retention asks for it explicitly."""
+
+
+def _present(db: sqlite3.Connection) -> set[str]:
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {name for (name,) in rows}
+
+
+def delete(db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: float) -> int:
+    """Delete ``run_id`` in the caller's transaction; return the audit rows deleted.
+
+    Raises :class:`~agentnb.errors.RunNotFound` or :class:`~agentnb.errors.RunActive`
+    before anything is deleted.
+    """
+    check_deletable(get_run(db, run_id), now)
+    tables = _present(db)
+    # The run's row first: the audit's triggers refuse to delete the audit of a run
+    # that still exists.
+    db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    for table in RUN_TABLES:
+        if table in tables:
+            db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+    if not include_audit:
+        return 0
+    ids = [i for (i,) in db.execute("SELECT id FROM decisions WHERE run_id = ?", (run_id,))]
+    deleted = db.execute("DELETE FROM decisions WHERE run_id = ?", (run_id,)).rowcount
+    if "decision_edits" in tables and ids:
+        db.executemany("DELETE FROM decision_edits WHERE decision_id = ?", [(i,) for i in ids])
+    return int(deleted)
+
+
+def delete_orphan_audit(db: sqlite3.Connection, before: float) -> int:
+    """Delete audit rows older than ``before`` whose run no longer exists (it was deleted
+    earlier by a retention that kept its audit); return how many."""
+    ids = [
+        (i,)
+        for (i,) in db.execute(
+            "SELECT id FROM decisions WHERE at < ? AND run_id NOT IN (SELECT run_id FROM runs)",
+            (before,),
+        )
+    ]
+    db.executemany("DELETE FROM decisions WHERE id = ?", ids)
+    if ids and "decision_edits" in _present(db):
+        db.executemany("DELETE FROM decision_edits WHERE decision_id = ?", ids)
+    return len(ids)
+
+
+def size(db: sqlite3.Connection) -> int:
+    """Bytes of the database (its pages, not counting the WAL)."""
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    return int(pages) * int(page)
+
+
+def return_space(db: sqlite3.Connection, path: str) -> bool:
+    """Give the free pages back to the file system; False if another process prevented it.
+
+    An incremental vacuum when the file has ``auto_vacuum=INCREMENTAL``; otherwise (a file
+    created before agentnb set it) one full ``VACUUM`` that also turns it on. Then the WAL
+    is checkpointed so the file itself shrinks.
+    """
+    try:
+        if db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+            # executescript steps the pragma to its end; execute() frees a single page.
+            db.executescript("PRAGMA incremental_vacuum;")
+        else:
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            db.execute("VACUUM")
+        if path != ":memory:" and os.path.exists(path):
+            busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            return not busy
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return False
+        raise
+    return True
