@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentnb import END, RunActive, SqliteCheckpointer, StateGraph, Status
+from agentnb import END, RunActive, RunNotFound, SqliteCheckpointer, StateGraph, Status
 from agentnb.store.sqlite_retention import AUDIT_TABLES, RUN_TABLES
 
 RELEASE = Path(__file__).with_name("data") / "release-0.1.0.db"
@@ -170,3 +171,67 @@ def test_a_run_another_process_is_driving_is_not_deleted_until_that_process_is_g
             worker.kill()
             worker.communicate(timeout=30)
     assert trace.read_text().split() == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_prune_racing_workers_that_continue_the_same_runs_never_deletes_one_being_driven(
+    tmp_path: Path,
+) -> None:
+    """Three processes continue 150 cancelled runs; once they are under way, this one
+    prunes cancelled runs. Each run ends either deleted (no worker completed it) or
+    completed, each of its nodes run exactly once (and not deleted under a worker)."""
+    from agentnb.store.base import StepCommit, new_owner
+    from agentnb.store.records import Event, EventType
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from retention_worker import workflow
+
+    path, go, ids = tmp_path / "race.sqlite3", tmp_path / "go", tmp_path / "ids.json"
+    trace = tmp_path / "trace"
+    run_ids = [f"run-{i}" for i in range(150)]
+    with SqliteCheckpointer(path) as store:
+        wf = workflow(store)
+        for run_id in run_ids:
+            wf.start({"n": 0}, run_id=run_id)
+            fence = store.acquire(run_id, new_owner()).fence
+            stop = Event(run_id, 2, 0, EventType.CANCELLED, "a", {}, time.time())
+            change = StepCommit(Status.CANCELLED, "a", 0, [stop], release=True)
+            store.commit(run_id, fence, change, lease_seconds=30)
+    ids.write_text(json.dumps(run_ids))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTNB_TRACE": str(trace)}
+    script = str(Path(__file__).with_name("retention_worker.py"))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, script, str(path), str(go), str(ids)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "ready"
+    with SqliteCheckpointer(path) as store:
+        go.touch()
+        deadline = time.monotonic() + 60
+        while len(store.list_runs(Status.COMPLETED)) < 5:  # the workers are under way
+            assert time.monotonic() < deadline, "the workers did not start"
+        pruned = set(store.prune(before=FUTURE, status="cancelled").runs)
+        results = [worker.communicate(timeout=120) for worker in workers]
+        for worker, (_, err) in zip(workers, results, strict=True):
+            assert worker.returncode == 0, err
+        ran = [tuple(line.split()) for line in trace.read_text().splitlines()]
+        assert ran, "no worker continued a run"
+        assert len(ran) == len(set(ran))  # no node of any run ran twice
+        for run_id in run_ids:
+            nodes = sorted(node for node, of in ran if of == run_id)
+            if run_id in pruned:
+                assert nodes == []  # nothing ran in a run that was deleted
+                with pytest.raises(RunNotFound):
+                    store.get_run(run_id)
+            else:
+                assert nodes == ["a", "b", "c"]
+                assert store.get_run(run_id).status == Status.COMPLETED
+                assert store.checkpoint(run_id).state == {"n": 3}
