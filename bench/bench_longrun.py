@@ -8,6 +8,7 @@ driven by ``run.step()`` on a ``SqliteCheckpointer`` — and prints, measured in
 * µs per step over the first 100 and the last 100 steps, and their ratio (goal ≤ 1.3×);
 * the whole run; listing ``history()`` of the finished run (goal ≤ 50 ms) and loading
   one checkpoint's state from it (the middle one; goal ≤ 5 ms);
+* ``store.prune()`` of the finished run: its time and the space it gave back;
 * the same workload on LangGraph + SqliteSaver with ``durability="sync"`` when the bench
   extra is installed (goal: agentnb's whole run ≤ 0.2× LangGraph's).
 
@@ -66,13 +67,21 @@ def agentnb_run(folder: Path, steps: int) -> dict[str, Any]:
         assert len(middle["messages"]) == len(history) // 2
     with sqlite3.connect(path) as db:  # fold the WAL in so the size is the data's
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = size_of(path)
+    with SqliteCheckpointer(path) as store:
+        t = time.perf_counter()
+        pruned = store.prune(before=time.time() + 1)
+        prune_s = time.perf_counter() - t
+        assert pruned.runs == (run.run_id,)
     return {
+        "prune": prune_s,
+        "after_prune": size_of(path),
         "first": sum(times[:WINDOW]) / WINDOW * 1e6,
         "last": sum(times[-WINDOW:]) / WINDOW * 1e6,
         "whole": whole,
         "history": history_s * 1e3,
         "load": load_s * 1e3,
-        "bytes": size_of(path),
+        "bytes": size,
     }
 
 
@@ -149,6 +158,10 @@ def main() -> None:
         print(f"whole run vs LangGraph: {ours['whole'] / theirs['whole']:.2f}x (goal ≤ 0.2x)")
     print(f"step growth: {ours['last'] / ours['first']:.2f}x (goal ≤ 1.3x)")
     print(f"database: {ours['bytes'] / 2**20:.2f} MiB (goal ≤ 3 MiB)")
+    print(
+        f"prune of the run: {ours['prune']:.2f} s, file {ours['bytes'] / 2**20:.1f} → "
+        f"{ours['after_prune'] / 2**20:.2f} MiB"
+    )
     print(f"history listing: {ours['history']:.1f} ms (goal ≤ 50 ms)")
     print(f"one checkpoint load: {ours['load']:.2f} ms (goal ≤ 5 ms)")
 
