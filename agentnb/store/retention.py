@@ -116,7 +116,7 @@ def prunable_statuses(status: Status | str | None) -> tuple[Status, ...]:
         found = None
     if found not in PRUNABLE:
         raise InvalidRetention(
-            "--status",
+            "status",
             str(status),
             "prune takes runs that ended: "
             + ", ".join(str(s) for s in PRUNABLE)

@@ -140,7 +140,7 @@ def test_prune_refuses_a_status_that_is_not_an_end_and_deletes_nothing(
     completed(store, "done")
     with pytest.raises(InvalidRetention, match="never pruned") as caught:
         store.prune(before=FUTURE, status=status)
-    assert (caught.value.argument, caught.value.value) == ("--status", status)
+    assert (caught.value.argument, caught.value.value) == ("status", status)
     assert store.get_run("done").status == Status.COMPLETED
 
 
