@@ -17,6 +17,11 @@ import pytest
 from agentnb import END, RunActive, RunNotFound, SqliteCheckpointer, StateGraph, Status
 from agentnb.store.sqlite_retention import AUDIT_TABLES, RUN_TABLES
 
+DECISION_COLUMNS = (
+    "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
+    "accepted, reason, at, identity"
+)
+
 RELEASE = Path(__file__).with_name("data") / "release-0.1.0.db"
 """Written by agentnb 0.1.0 (main at a0afa00, schema version 4): a completed loop, a pending
 refund, a rejected one (with a refused attempt) and a paid one (with its effect)."""
@@ -103,8 +108,11 @@ def test_a_file_from_the_current_release_is_migrated_without_loss(tmp_path: Path
     before = sqlite3.connect(path)
     assert before.execute("SELECT max(version) FROM schema_version").fetchone() == (4,)
     assert before.execute("PRAGMA auto_vacuum").fetchone() == (0,)
-    entries = before.execute("SELECT * FROM entries ORDER BY run_id, seq").fetchall()
-    decisions = before.execute("SELECT * FROM decisions ORDER BY id").fetchall()
+    # The columns of version 4: later migrations may add some, never change these.
+    entries_sql = "SELECT run_id, seq, step, node, state, events, at FROM entries ORDER BY 1, 2"
+    decisions_sql = f"SELECT {DECISION_COLUMNS} FROM decisions ORDER BY id"
+    entries = before.execute(entries_sql).fetchall()
+    decisions = before.execute(decisions_sql).fetchall()
     effects = before.execute("SELECT * FROM effects").fetchall()
     before.close()
     with SqliteCheckpointer(path) as store:
@@ -123,8 +131,8 @@ def test_a_file_from_the_current_release_is_migrated_without_loss(tmp_path: Path
             "messages": ["m0", "m1", "m2"],
         }
         db = store._db
-        assert db.execute("SELECT * FROM entries ORDER BY run_id, seq").fetchall() == entries
-        assert db.execute("SELECT * FROM decisions ORDER BY id").fetchall() == decisions
+        assert db.execute(entries_sql).fetchall() == entries
+        assert db.execute(decisions_sql).fetchall() == decisions
         assert db.execute("SELECT * FROM effects").fetchall() == effects
         # The first prune converts the file to incremental auto-vacuum (one full VACUUM).
         pruned = store.prune(before=FUTURE)
