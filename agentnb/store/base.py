@@ -2,9 +2,10 @@
 
 A checkpointer keeps, per run: one row (status, position, lease), every step's checkpoint
 (so a run can be inspected at any past step), the event log, and an append-only audit of
-decisions that includes refused attempts. All writes for one step — checkpoint, events and
-the run row — happen in one transaction, so any process reading the store sees a step
-completely or not at all.
+decisions that includes refused attempts (never changed; deleted only by a retention that
+asks for it, once its run is gone: :mod:`agentnb.store.retention`). All writes for one
+step — checkpoint, events and the run row — happen in one transaction, so any process
+reading the store sees a step completely or not at all.
 
 Two invariants are decided by the database, never by a process's memory:
 
