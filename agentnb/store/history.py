@@ -86,6 +86,11 @@ class LazyCheckpoint:
         """The state after :attr:`step` nodes: a fresh copy read on each access."""
         return self.load().state
 
+    @property
+    def tasks(self) -> dict[str, Any] | None:
+        """The next superstep's frontier when it is more than :attr:`node` (read on access)."""
+        return self.load().tasks
+
     def __repr__(self) -> str:
         return f"<LazyCheckpoint {self.run_id[:12]} step {self.step}, next {self.node!r}>"
 

@@ -542,8 +542,10 @@ class MemoryCheckpointer(Checkpointer):
     def _delete(self, run_id: str, include_audit: bool) -> int:
         """Delete ``run_id`` (the caller holds the lock and has checked it)."""
         del self._runs[run_id]
-        for per_run in (self._checkpoints, self._events, self._policies):
+        for per_run in (self._checkpoints, self._events, self._policies, self._held):
             per_run.pop(run_id, None)
+        for write in [k for k in self._writes if k[0] == run_id]:
+            del self._writes[write]
         for key in [k for k, (effect, _) in self._effects.items() if effect.run_id == run_id]:
             del self._effects[key]
         if not include_audit:

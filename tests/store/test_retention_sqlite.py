@@ -243,3 +243,60 @@ def test_prune_racing_workers_that_continue_the_same_runs_never_deletes_one_bein
                 assert nodes == ["a", "b", "c"]
                 assert store.get_run(run_id).status == Status.COMPLETED
                 assert store.checkpoint(run_id).state == {"n": 3}
+
+
+def test_an_approval_with_edits_keeps_its_edit_with_the_audit_and_loses_it_with_it(
+    tmp_path: Path,
+) -> None:
+    from agentnb.examples import build_refund_workflow
+
+    path = tmp_path / "edits.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        for run_id in ("kept", "gone"):
+            run = build_refund_workflow(store, []).start({"requested": 1000}, run_id=run_id)
+            run.run()
+            run.approve(by="ada", update={"amount": 400})
+            run.run()
+        edits = store._db.execute("SELECT count(*) FROM decision_edits").fetchone()
+        assert edits == (2,)
+        store.delete_run("kept")
+        store.delete_run("gone", include_audit=True)
+        (kept,) = store.decisions()
+        assert kept.run_id == "kept"
+        assert kept.edit is not None
+        assert kept.edit["update"] == {"amount": 400}
+        assert store._db.execute("SELECT count(*) FROM decision_edits").fetchone() == (1,)
+    db = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("UPDATE decision_edits SET edit = '{}'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("DELETE FROM decision_edits")  # its decision row still exists
+
+
+def test_a_superstep_waiting_for_two_approvals_is_never_pruned_and_its_tasks_go_with_it(
+    tmp_path: Path,
+) -> None:
+    g = StateGraph("fan")
+    g.add_node("start", lambda s: {"n": 1})
+    g.add_node("left", lambda s: {"left": True})
+    g.add_node("right", lambda s: {"right": True})
+    g.set_entry_point("start").add_edge("start", "left").add_edge("start", "right")
+    g.add_interrupt_before("left").add_interrupt_before("right")
+    with SqliteCheckpointer(path := tmp_path / "fan.sqlite3") as store:
+        run = g.compile(store).start({"n": 0}, run_id="fan")
+        run.run()
+        assert store.get_run("fan").status == Status.PENDING
+        assert len(store.pending_tasks("fan")) == 2
+        assert store.prune(before=FUTURE, include_audit=True).runs == ()
+        with pytest.raises(RunActive):
+            store.delete_run("fan")
+        for task in store.pending_tasks("fan"):
+            if task.status == "pending":
+                store.decide("fan", "rejected", "ada", task=task.task_id)
+                break
+        assert store.get_run("fan").status == Status.REJECTED
+        assert store.prune(before=FUTURE).runs == ("fan",)
+        for table in ("pending_tasks", "pending_writes", "entries"):
+            count = store._db.execute(f"SELECT count(*) FROM {table}").fetchone()
+            assert count == (0,), table
+    assert path.exists()
