@@ -6,10 +6,12 @@ index: :meth:`~agentnb.store.base.Checkpointer.list_checkpoints`); ``item.state`
 read of one checkpoint, every time it is asked for (a fresh copy, so nothing a caller does
 to it reaches the store, and iterating a long history never holds every state in memory).
 
-Storage format for long runs (the next step of issue #13; not implemented yet)
-----------------------------------------------------------------------------
+Storage format for long runs (the next step of issue #13)
+--------------------------------------------------------
 Today every checkpoint stores the whole state as JSON. The format that replaces it keeps
-what the events already carry:
+what the events already carry. Its codec (deltas computed from two states, snapshots,
+rebuild) is :mod:`agentnb.store.deltas`, property-tested; the checkpoint table, the
+migration and the driver do not use it yet:
 
 * **Deltas.** A step's checkpoint row stores the step's *delta* — the node's returned
   update, as its ``state_update`` event already holds it — not the merged state. For a
@@ -31,15 +33,16 @@ what the events already carry:
   runs.
 * **Rows.** ``checkpoints(run_id, step, seq, node, at, kind, body)`` with the small
   columns first, so listing a run reads only them; the events stay in ``entries``.
-* **Migration** (0007's Python step, in one transaction per run): for each run, walk its
-  full-state checkpoints in order; write a snapshot for the first and for every K-th.
+* **Migration** (a Python step of the migration after 0007, one transaction per run): walk
+  each run's full-state checkpoints in order; a snapshot for the first and every K-th.
   Each other step becomes a row computed from the two full states alone, with no reducer
   involved: a list key whose old value is a prefix of the new one stores the appended
-  tail (``{"append": {key: tail}}``), any other changed key its new value (``"set"``), and
-  a step where a key disappeared is stored as a snapshot. Before the old column is
-  cleared, each converted step is rebuilt and compared with the stored full state; a run
-  whose rebuild differs anywhere keeps every step as a snapshot (lossless by
-  construction). The file is then vacuumed, which also turns on incremental auto-vacuum.
+  tail (``{"append": {key: tail}}``), any other changed key its new value (``"set"``),
+  and a step where a key disappeared (or the keys changed order) is a snapshot. Before
+  the old column is cleared, each converted step is rebuilt and compared with the stored
+  full state; a run whose rebuild differs anywhere keeps every step as a snapshot
+  (lossless by construction). The file is then vacuumed, which also turns on incremental
+  auto-vacuum.
 """
 
 from __future__ import annotations

@@ -1,0 +1,131 @@
+"""Checkpoints as deltas plus snapshots: the codec of the long-run format.
+
+The format is described in :mod:`agentnb.store.history`. This module is its pure part,
+used by the migration of full-state files and by the rebuild of any step: no storage, no
+reducers — a delta here is computed from two full states alone, so replaying it never
+calls user code, whatever reducer produced the change.
+
+* :func:`diff` — the delta from one state to the next: ``{"append": {key: tail}}`` for a
+  list that grew at its end, ``{"set": {key: value}}`` for any other changed key; ``None``
+  when a key disappeared or the keys changed order (that step is stored as a snapshot).
+  Rebuilt states encode to the same JSON text as the originals, byte for byte.
+* :func:`apply` — the next state from a state and a delta (the inputs are not changed).
+* :class:`SnapshotPolicy` — a snapshot every ``every`` steps or once the deltas since the
+  last one pass ``max_bytes`` of JSON, so loading any step applies a bounded chain.
+* :func:`encode` / :func:`rebuild` — a run's states to rows and back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentnb._json import dumps
+
+__all__ = ["Row", "SnapshotPolicy", "apply", "diff", "encode", "rebuild"]
+
+
+def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The delta that turns ``old`` into ``new``, or ``None`` if a key of ``old`` is gone."""
+    if any(key not in new for key in old):
+        return None
+    # apply() keeps the old keys' order and adds new keys at the end; a state whose key
+    # order differs is stored whole, so its JSON (and a digest of it) comes back the same.
+    if list(new) != [*old, *(key for key in new if key not in old)]:
+        return None
+    appended: dict[str, Any] = {}
+    replaced: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key, _MISSING)
+        if before is not _MISSING and _same(before, value):
+            continue
+        if (
+            isinstance(before, list)
+            and isinstance(value, list)
+            and len(value) > len(before)
+            and _same(value[: len(before)], before)
+        ):
+            appended[key] = value[len(before) :]
+        else:
+            replaced[key] = value
+    delta: dict[str, Any] = {}
+    if appended:
+        delta["append"] = appended
+    if replaced:
+        delta["set"] = replaced
+    return delta
+
+
+def apply(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` with ``delta`` applied, as a new dict (``state`` itself is unchanged)."""
+    result = dict(state)
+    for key, tail in delta.get("append", {}).items():
+        result[key] = [*result[key], *tail]
+    result.update(delta.get("set", {}))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPolicy:
+    """When a step is stored whole: every ``every`` steps, or past ``max_bytes`` of deltas."""
+
+    every: int = 100
+    max_bytes: int = 256 * 1024
+
+    def due(self, steps_since: int, bytes_since: int) -> bool:
+        return steps_since >= self.every or bytes_since >= self.max_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One stored checkpoint: ``kind`` is ``"snapshot"`` (``body`` = the state) or
+    ``"delta"`` (``body`` = the delta from the previous step)."""
+
+    kind: str
+    body: dict[str, Any]
+
+
+def encode(states: Sequence[Mapping[str, Any]], policy: SnapshotPolicy | None = None) -> list[Row]:
+    """A run's successive states as rows: the first a snapshot, then deltas and snapshots."""
+    policy = policy or SnapshotPolicy()
+    rows: list[Row] = []
+    steps_since = bytes_since = 0
+    for index, state in enumerate(states):
+        delta = None if index == 0 else diff(states[index - 1], state)
+        if delta is not None:
+            size = len(dumps(delta))
+            if not policy.due(steps_since + 1, bytes_since + size):
+                rows.append(Row("delta", delta))
+                steps_since, bytes_since = steps_since + 1, bytes_since + size
+                continue
+        rows.append(Row("snapshot", dict(state)))
+        steps_since = bytes_since = 0
+    return rows
+
+
+def rebuild(rows: Sequence[Row], index: int) -> dict[str, Any]:
+    """The state of row ``index``: its nearest snapshot at or before it, then the deltas."""
+    start = index
+    while rows[start].kind != "snapshot":
+        start -= 1
+        if start < 0:
+            raise ValueError("no snapshot before this row: the chain is broken")
+    state = dict(rows[start].body)
+    for row in rows[start + 1 : index + 1]:
+        state = apply(state, row.body)
+    return state
+
+
+_MISSING = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``1`` and ``True`` differ, as do ``1`` and ``1.0`` once stored."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
