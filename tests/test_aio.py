@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,25 @@ def execute(kc: Any, code: str, timeout: float = 60) -> tuple[dict[str, Any], st
     return reply["content"], "".join(chunks)
 
 
+def is_idle(msg: dict[str, Any]) -> bool:
+    return bool(msg["content"].get("execution_state") == "idle")
+
+
+def iopub_until(
+    kc: Any, msg_id: str, wanted: Callable[[dict[str, Any]], bool], timeout: float = 60
+) -> dict[str, Any]:
+    """The first IOPub message of request ``msg_id`` that is ``wanted``; fail if none comes."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            msg: dict[str, Any] = kc.get_iopub_msg(timeout=left)
+        except queue.Empty:
+            break
+        if msg["parent_header"].get("msg_id") == msg_id and wanted(msg):
+            return msg
+    raise AssertionError(f"no such IOPub message for {msg_id} within {timeout} s")
+
+
 @pytest.mark.slow
 def test_sync_calls_work_inside_a_jupyter_kernel(kernel: Any) -> None:
     _, kc = kernel
@@ -161,16 +181,19 @@ def test_interrupting_the_kernel_cancels_the_run(kernel: Any, tmp_path: Path) ->
     reply, out = execute(kc, setup)
     assert reply["status"] == "ok", out
     msg_id = kc.execute("run.run()")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        msg = kc.get_iopub_msg(timeout=deadline - time.monotonic())
-        if msg["msg_type"] == "stream" and "slow started" in msg["content"]["text"]:
-            break
+    # Interrupt only once the node runs: before that the signal would hit other code.
+    started = lambda m: m["msg_type"] == "stream" and "slow started" in m["content"]["text"]  # noqa: E731
+    iopub_until(kc, msg_id, started)
     km.interrupt_kernel()
     reply = kc.get_shell_msg(timeout=60)
     assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
+    # After an error the kernel aborts the execute requests queued behind it (stop_on_error),
+    # and it decides what was queued only after sending the error reply: a request sent on
+    # that reply alone can be answered 'aborted'. The kernel is done with a request once it
+    # says idle for it; only then send the next one.
+    iopub_until(kc, msg_id, lambda m: m["msg_type"] == "status" and is_idle(m))
     reply, out = execute(kc, "print(run.status.value, run.node, run.state, run.events[-1].type)")
     assert reply["status"] == "ok", out
     assert out.split() == ["cancelled", "slow", "{'x':", "1}", "cancelled"]

@@ -133,6 +133,10 @@ class Lab:
                 out.append(msg["content"]["text"])
 
         try:
+            # A fresh client's IOPub subscription takes a moment to reach the kernel: output
+            # published before then is lost, and with it the idle the reply waits for.
+            # wait_for_ready returns once the kernel has answered on shell and IOPub both.
+            client.wait_for_ready(timeout=60)
             reply = client.execute_interactive(code, output_hook=hook, timeout=30)
         finally:
             client.stop_channels()
