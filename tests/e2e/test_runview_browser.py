@@ -1,8 +1,9 @@
 """RunView in a real JupyterLab page (headless Debian Chromium driven by Playwright).
 
 One server and one page for the module: ``notebooks/runview.ipynb`` displays one view per
-scenario (approve, reject, CLI approval, hostile strings, failure). The last test saves the
-notebook, drops the kernel and reloads: what a reader without a kernel sees.
+scenario (approve, reject, CLI approval, hostile strings, failure, approver policies). The
+last test saves the notebook, drops the kernel and reloads: what a reader without a kernel
+sees.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from lab_support import ARTIFACTS, Browser, Lab, open_notebook, wait_for
 from playwright.sync_api import expect
 
-from agentnb import SqliteCheckpointer
+from agentnb import Identity, SqliteCheckpointer, Status
 
 pytestmark = pytest.mark.browser
 
@@ -316,6 +317,76 @@ def test_hostile_svg_fed_straight_to_the_browser_scrub_runs_nothing(
     assert view.locator(".rv-diagram text", has_text="inside link").count() == 1
     assert browser.external == []
     assert browser.dialogs == []
+
+
+IDENTITY = "identity: ada (provider)"  # the notebook's provider: Identity("ada", ["finance"])
+
+
+def approver_field_is_fixed_to(view: Any, name: str) -> None:
+    """The approver field shows ``name`` and takes no other: typing changes nothing."""
+    field = view.locator(".rv-approver")
+    expect(field).to_have_value(name)
+    expect(field).not_to_be_editable()
+    field.focus()
+    view.page.keyboard.type("eve")
+    expect(field).to_have_value(name)
+
+
+def test_with_an_approver_policy_the_panel_decides_as_the_kernels_identity_only(
+    page: Any, lab: Lab
+) -> None:
+    view = widget(page, "ada-only path")
+    assert view.get_attribute("data-status") == "pending"
+    expect(view.locator(".rv-policy")).to_have_text(f"{IDENTITY} · may decide: approvers ada")
+    approver_field_is_fixed_to(view, "ada")  # not the "typed name" the cell passed
+    view.locator(".rv-comment").fill("as myself")
+    view.get_by_role("button", name="Approve").click()
+    wait_attr(view, "data-status", "completed")
+    expect(view.locator(".rv-decided")).to_contain_text("approved by ada")
+    with store(lab) as s:
+        decisions = s.decisions(view.get_attribute("data-run-id"))
+    assert [(d.approver, d.identity, d.accepted) for d in decisions] == [
+        ("ada", Identity("ada", ["finance"], "provider"), True)
+    ]
+    view.screenshot(path=ARTIFACTS / "runview-policy.png")
+
+
+def test_an_identity_the_policy_refuses_is_told_so_and_nothing_is_decided(
+    page: Any, lab: Lab
+) -> None:
+    view = widget(page, "bob-only path")
+    expect(view.locator(".rv-policy")).to_have_text(f"{IDENTITY} · may decide: approvers bob")
+    approver_field_is_fixed_to(view, "ada")
+    view.get_by_role("button", name="Approve").click()
+    refusal = view.locator(".rv-error")
+    expect(refusal).to_contain_text("Refused: 'ada' may not decide run", timeout=10_000)
+    expect(refusal).to_contain_text("ada is not among the approvers of before:pay (bob)")
+    assert view.get_attribute("data-status") == "pending"
+    expect(view.get_by_role("button", name="Approve")).to_be_enabled()
+    run_id = view.get_attribute("data-run-id")
+    with store(lab) as s:
+        assert s.get_run(run_id).status == Status.PENDING
+        audit = [(d.approver, d.accepted, d.reason) for d in s.decisions(run_id)]
+    assert audit == [
+        ("ada", False, "not authorized: ada is not among the approvers of before:pay (bob)")
+    ]
+    view.screenshot(path=ARTIFACTS / "runview-policy-refused.png")
+
+
+def test_without_a_policy_the_name_field_stays_editable_beside_the_identity(
+    page: Any, lab: Lab
+) -> None:
+    view = widget(page, "anyone path")
+    expect(view.locator(".rv-policy")).to_have_text(IDENTITY)
+    field = view.locator(".rv-approver")
+    expect(field).to_be_editable()
+    field.fill("Ada Lovelace")
+    view.get_by_role("button", name="Approve").click()
+    wait_attr(view, "data-status", "completed")
+    expect(view.locator(".rv-decided")).to_contain_text("approved by Ada Lovelace (identity ada)")
+    with store(lab) as s:
+        (decision,) = s.decisions(view.get_attribute("data-run-id"))
+    assert (decision.approver, decision.identity.name) == ("Ada Lovelace", "ada")
 
 
 def test_no_request_left_127_0_0_1(page: Any, browser: Browser) -> None:
