@@ -53,7 +53,7 @@ def snapshot_text(
     """The run as plain text: the diagram listing, the decision, the last events."""
     lines = [diagram_text]
     if record.decided_by:
-        lines.append(f"decided by {record.decided_by}")
+        lines.append(f"decided by {_decider(record.decided_by, events)}")
     if events:
         lines.append(f"last events (of {len(events)}):")
         for event in events[-LAST_EVENTS:]:
@@ -62,6 +62,15 @@ def snapshot_text(
             lines.append(f"  {what} — {summarize(event)}")
     lines.append(note)
     return "\n".join(lines)
+
+
+def _decider(by: str, events: Sequence[Event]) -> str:
+    """The name given and, as the CLI shows it, who the deciding process vouched for."""
+    for event in reversed(events):
+        if event.type in ("approved", "rejected"):
+            identity = event.payload.get("identity")
+            return f"{by} (identity {identity})" if identity else by
+    return by
 
 
 def machine_snapshot_text(

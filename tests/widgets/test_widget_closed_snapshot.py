@@ -12,8 +12,8 @@ import pytest
 from machine_support import traffic_light
 from nbclient import NotebookClient
 
-from agentnb import SqliteCheckpointer
-from agentnb.examples import build_refund_workflow
+from agentnb import Identity, SqliteCheckpointer
+from agentnb.examples import build_refund_graph, build_refund_workflow
 from agentnb.widgets import MachineView, RunView
 from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
 
@@ -87,6 +87,23 @@ def test_a_panel_whose_store_closed_first_says_so_instead_of_a_status(
     assert kind == "update"
     assert "closed" in left["text/plain"]
     assert "pending" not in left["text/plain"]
+
+
+def test_the_closed_snapshot_shows_the_vouched_identity_beside_the_typed_name(
+    store: SqliteCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = record_displays(monkeypatch)
+    workflow = build_refund_graph([]).compile(store, identity=lambda: Identity("ada"))
+    run = workflow.start({"requested": 1000})
+    run.run()
+    v = RunView(run)
+    v._ipython_display_()
+    run.approve(by="Ada L.")
+    run.run()
+    v.close()
+    left = seen[-1][1]
+    assert "decided by Ada L. (identity ada)" in left["text/plain"].splitlines()
+    assert "decided by Ada L. (identity ada)" in left["text/html"]
 
 
 NOTEBOOK = textwrap.dedent(
