@@ -17,7 +17,6 @@ agentnb writes every operation once, as a coroutine, and offers a sync twin that
 from __future__ import annotations
 
 import atexit
-import contextlib
 import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -50,17 +49,44 @@ class _BackgroundLoop:
         self.loop.run_forever()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        import asyncio
         import concurrent.futures
 
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        # Not run_coroutine_threadsafe: its future counts as done the moment it is
+        # cancelled, while the task is still recording the cancellation. Here the caller
+        # waits for the task itself; and an interrupt landing while the call is handed
+        # over still cancels it (the hand-over is inside the try).
+        result: concurrent.futures.Future[T] = concurrent.futures.Future()
+        finished = threading.Event()
+        tasks: list[asyncio.Task[T]] = []
+
+        def start() -> None:  # on the loop
+            task = self.loop.create_task(coro)
+            tasks.append(task)
+            task.add_done_callback(settle)
+
+        def settle(task: asyncio.Task[T]) -> None:  # on the loop, once the task is over
+            if task.cancelled():
+                result.cancel()
+            elif (error := task.exception()) is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(task.result())
+            finished.set()
+
+        def cancel() -> None:  # on the loop, after start() if start() was scheduled
+            if tasks:
+                tasks[0].cancel()
+            else:  # interrupted before the hand-over: nothing ran
+                coro.close()
+                finished.set()
+
         try:
-            return future.result()
+            self.loop.call_soon_threadsafe(start)
+            return result.result()
         except KeyboardInterrupt:
             # Cancel the task in its own loop and let it finish recording the cancellation.
-            self.loop.call_soon_threadsafe(future.cancel)
-            with contextlib.suppress(concurrent.futures.CancelledError, Exception):
-                future.result(timeout=30)
+            self.loop.call_soon_threadsafe(cancel)
+            finished.wait(timeout=30)
             raise
 
     def close(self) -> None:

@@ -95,6 +95,38 @@ def test_run_sync_propagates_exceptions() -> None:
         run_sync(fail())
 
 
+def test_an_interrupt_returns_only_once_the_cancelled_call_has_cleaned_up() -> None:
+    # A kernel's interrupt, as a sync call inside a running loop sees it: SIGINT to the
+    # main thread while the call runs on the background loop. KeyboardInterrupt must come
+    # back only after the call's own cancellation handling ran (where a run records itself
+    # ``cancelled``): the cell after an interrupt reads the run's status.
+    import signal
+    import threading
+
+    cleaned: list[str] = []
+
+    async def interrupted_call() -> None:
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        try:
+            await asyncio.sleep(600)
+        except asyncio.CancelledError:
+            for _ in range(100):  # cleanup that takes many turns of the loop
+                await asyncio.sleep(0)
+            cleaned.append("recorded")
+            raise
+
+    async def inside_loop() -> None:
+        run_sync(interrupted_call())
+
+    loop = asyncio.new_event_loop()  # not asyncio.run: its own SIGINT handler stays out
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(inside_loop())
+    finally:
+        loop.close()
+    assert cleaned == ["recorded"]
+
+
 # -- a real kernel ---------------------------------------------------------------------
 
 
