@@ -1,29 +1,6 @@
 """The old home of :mod:`agentnb.definitions.document`, kept so its imports keep working."""
 
-from agentnb.definitions.document import (
-    MAX_BYTES,
-    MAX_DEPTH,
-    MAX_ITEMS,
-    MAX_PROBLEMS,
-    MORE_PROBLEMS,
-    Document,
-    Format,
-    Source,
-    json_path,
-    parse_document,
-    read_source,
-)
+import agentnb.definitions.document as _document
+from agentnb.definitions.document import *  # noqa: F403  (the same names, not copies)
 
-__all__ = [
-    "MAX_BYTES",
-    "MAX_DEPTH",
-    "MAX_ITEMS",
-    "MAX_PROBLEMS",
-    "MORE_PROBLEMS",
-    "Document",
-    "Format",
-    "Source",
-    "json_path",
-    "parse_document",
-    "read_source",
-]
+__all__ = _document.__all__
