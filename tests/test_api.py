@@ -137,6 +137,7 @@ LEVELS = {
     "agentnb.identity": 1,  # who the process vouches for: stdlib + errors only
     "agentnb._listeners": 1,
     "agentnb.store": 2,
+    "agentnb.definitions": 2,  # documents, schemas, findings, names, registries: any definition
     "agentnb.graph.state": 2,
     "agentnb.graph": 3,
     "agentnb.fsm": 3,

@@ -29,18 +29,20 @@ targets written ``sibling``, ``.child`` or ``#id``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from agentnb._json import json_path
+from agentnb.definitions.document import Format, Source, parse_document, read_source
+from agentnb.definitions.findings import under
+from agentnb.definitions.registry import Registry, registered
+from agentnb.definitions.schema import load_schema, schema_problems
 from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
 from agentnb.fsm.chart import Final, History, Parallel, State, Statechart
-from agentnb.fsm.document import Format, Source, json_path, parse_document, read_source
 from agentnb.fsm.expressions import Expression, ExpressionError
-from agentnb.fsm.schema import load_schema, schema_problems
 
 __all__ = ["load_statechart", "load_xstate"]
 
-Registry = Mapping[str, Callable[..., Any]]
 _STATE_KEYS = {
     "type",
     "initial",
@@ -88,15 +90,11 @@ def load_statechart(
     except SchemaError as error:
         # The rules the schema cannot express, except where the schema already complained.
         broken = {p.path for p in problems}
-        problems += [p for p in error.problems if not any(_under(p.path, b) for b in broken)]
+        problems += [p for p in error.problems if not any(under(p.path, b) for b in broken)]
         raise SchemaError(list(dict.fromkeys(problems)), source=label) from None
     if problems:
         raise SchemaError(problems, source=label)
     return chart
-
-
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
 def load_xstate(config: Mapping[str, Any] | str, *, registry: Registry | None = None) -> Statechart:
@@ -326,7 +324,7 @@ class _Converter:
         if name is not None:
             fn = self.registry.get(str(name))
             if not callable(fn):
-                known = ", ".join(repr(n) for n in sorted(self.registry)) or "none"
+                known = registered(self.registry)
                 self.problem(
                     [*path, "guard"],
                     f"unknown guard {name!r}: it is not in the registry",
@@ -355,7 +353,7 @@ class _Converter:
             fn = self.registry.get(name) if isinstance(name, str) else None
             if not callable(fn):
                 where = [*path, i] if isinstance(names, list) else path
-                known = ", ".join(repr(n) for n in sorted(self.registry)) or "none"
+                known = registered(self.registry)
                 self.problem(
                     where,
                     f"unknown action {name!r}: it is not in the registry",

@@ -22,11 +22,10 @@ paths (``$.transitions[2].target``) and fixes; nothing is built unless there are
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
-from agentnb.fsm.document import (
+from agentnb.definitions.document import (
     MAX_PROBLEMS,
     MORE_PROBLEMS,
     Document,
@@ -36,19 +35,21 @@ from agentnb.fsm.document import (
     parse_document,
     read_source,
 )
+from agentnb.definitions.findings import Finding, problem, under
+from agentnb.definitions.registry import Registry, registered
+from agentnb.definitions.schema import load_schema, schema_problems
+from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
 from agentnb.fsm.machine import StateMachine
-from agentnb.fsm.rules import EdgeSpec, Finding, check_edges, check_states, check_table
-from agentnb.fsm.schema import load_schema, schema_problems
+from agentnb.fsm.rules import EdgeSpec, check_edges, check_states, check_table
 
 __all__ = ["DEFINITION_KINDS", "Registry", "load_machine", "machine_problems", "validate_file"]
 
-Registry = Mapping[str, Callable[..., Any]]
 
 DEFINITION_KINDS = {"state_machine": "machine.schema.json"}
 """The ``kind`` a definition file may declare, and its schema in this package.
 
-Reserved for later: ``"workflow"``, workflow graphs in the same JSON/YAML form, with their
-schema and loader under ``agentnb/graph`` built on :mod:`agentnb.fsm.document`.
+``"workflow"`` (workflow graphs in the same JSON/YAML form) has its schema and loader under
+``agentnb/graph``; both are read by :mod:`agentnb.definitions.document`.
 """
 
 
@@ -139,17 +140,9 @@ def machine_problems(
         return problems
     broken = {p.path for p in problems} | {p.path for p in known}
     semantic = _reference_problems(data, registry) if registry is not None else []
-    if not any(_under(b, part) for b in broken for part in ("$.states", "$.initial", "$.final")):
-        semantic += [_problem(f) for f in _table_findings(data, broken)]
+    if not any(under(b, part) for b in broken for part in ("$.states", "$.initial", "$.final")):
+        semantic += [problem(f) for f in _table_findings(data, broken)]
     return problems + [p for p in dict.fromkeys(semantic) if p.path not in broken]
-
-
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith((prefix + ".", prefix + "["))
-
-
-def _problem(finding: Finding) -> SchemaProblem:
-    return SchemaProblem(json_path(finding.path), finding.message, finding.fix)
 
 
 def _state_name(item: Any) -> str | None:
@@ -172,7 +165,7 @@ def _table_findings(data: dict[str, Any], broken: set[str]) -> list[Finding]:
     edges: list[EdgeSpec] = []
     for i, t in enumerate(transitions if listed else []):
         edge = _edge(i, t)
-        if edge is not None and not any(_under(b, f"$.transitions[{i}]") for b in broken):
+        if edge is not None and not any(under(b, f"$.transitions[{i}]") for b in broken):
             edges.append(edge)
     if listed and not broken:
         return check_table(names, initial, final, edges)
@@ -203,7 +196,7 @@ def _references(data: dict[str, Any]) -> list[tuple[list[str | int], str, str]]:
 
 def _reference_problems(data: dict[str, Any], registry: Registry) -> list[SchemaProblem]:
     problems: list[SchemaProblem] = []
-    known = ", ".join(repr(n) for n in sorted(registry)) or "none"
+    known = registered(registry)
     for path, role, name in _references(data):
         if name not in registry:
             problems.append(

@@ -12,10 +12,12 @@ for a machine built in code the indexes are declaration order.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from agentnb.definitions.findings import Finding, Path
+from agentnb.definitions.names import NAME_FIX, NAME_MAX_LENGTH, NAME_PATTERN, is_valid_name
+from agentnb.definitions.names import suggest as _suggest_name
 
 __all__ = [
     "NAME_MAX_LENGTH",
@@ -29,29 +31,6 @@ __all__ = [
     "check_table",
     "is_valid_name",
 ]
-
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
-"""Names of machines, states, events and registry entries (the schema uses the same text)."""
-NAME_MAX_LENGTH = 64
-
-# fullmatch on the pattern without anchors: re's ``$`` also matches before a final newline.
-_NAME = re.compile(NAME_PATTERN[1:-1])
-_NAME_FIX = (
-    "Names start with a letter or '_' and contain only letters, digits, '_', '.' and '-' "
-    f"; at most {NAME_MAX_LENGTH} characters"
-)
-
-Path = tuple[str | int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One broken rule: where (``path``), what (``message``), who (``culprit``), and the fix."""
-
-    path: Path
-    message: str
-    fix: str
-    culprit: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,22 +47,12 @@ class EdgeSpec:
         return f"{self.source} --{self.event}--> {self.target}"
 
 
-def is_valid_name(name: object) -> bool:
-    """True if ``name`` is a str usable as a state, event, machine or registry name."""
-    return isinstance(name, str) and len(name) <= NAME_MAX_LENGTH and bool(_NAME.fullmatch(name))
-
-
 def _suggest(name: str, known: Collection[str]) -> str:
-    names = sorted(set(known))
-    # difflib is quadratic-ish per call; on a huge table the listing is hint enough.
-    close = difflib.get_close_matches(name, names, n=1) if len(names) <= 100 else []
-    listing = ", ".join(repr(s) for s in names[:20]) + (", ..." if len(names) > 20 else "")
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"{hint}Known states: {listing}"
+    return _suggest_name(name, known, "states", sentence=False, none="")
 
 
 def _name_finding(path: Path, what: str, name: str) -> Finding:
-    return Finding(path, f"{what} {name!r} is not a valid name", _NAME_FIX, name)
+    return Finding(path, f"{what} {name!r} is not a valid name", NAME_FIX, name)
 
 
 def check_states(states: Sequence[str], initial: str | None, final: Sequence[str]) -> list[Finding]:

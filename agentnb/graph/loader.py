@@ -32,8 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeAlias
 
-from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
-from agentnb.fsm.document import (
+from agentnb.definitions.document import (
     MAX_PROBLEMS,
     MORE_PROBLEMS,
     Document,
@@ -43,18 +42,14 @@ from agentnb.fsm.document import (
     parse_document,
     read_source,
 )
-from agentnb.fsm.schema import load_schema, schema_problems
+from agentnb.definitions.findings import Path, sound
+from agentnb.definitions.names import suggest
+from agentnb.definitions.registry import Registry
+from agentnb.definitions.schema import load_schema, schema_problems
+from agentnb.errors import DefinitionError, SchemaError, SchemaProblem
 from agentnb.graph.builder import RESERVED, StateGraph
-from agentnb.graph.registry import (
-    Registry,
-    items,
-    nodes,
-    placeholders,
-    reference_problems,
-    resolve,
-    sound,
-)
-from agentnb.graph.rules import check_graph, suggest
+from agentnb.graph.registry import items, nodes, placeholders, reference_problems, resolve
+from agentnb.graph.rules import check_graph
 from agentnb.resilience import CircuitBreaker, Retry
 
 __all__ = [
@@ -72,7 +67,6 @@ __all__ = [
 ]
 
 DefinitionKind: TypeAlias = Literal["workflow", "state_machine"]
-Path: TypeAlias = tuple[str | int, ...]
 
 
 @functools.cache

@@ -9,13 +9,15 @@ in the registry (exception names also among Python's built-ins): never imported.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from agentnb._json import json_path
+from agentnb.definitions.findings import Path, sound
+from agentnb.definitions.names import suggest
+from agentnb.definitions.registry import Registry
 from agentnb.errors import DefinitionError, SchemaProblem
-from agentnb.fsm.document import json_path
 from agentnb.graph.builder import RESERVED
-from agentnb.graph.rules import suggest
 
 __all__ = [
     "Registry",
@@ -28,16 +30,6 @@ __all__ = [
     "sound",
     "targets",
 ]
-
-Registry: TypeAlias = Mapping[str, Any]
-"""Names a document may use -> node functions, routers, reducers and exception types."""
-Path: TypeAlias = tuple[str | int, ...]
-
-
-def sound(broken: Iterable[str], *path: str | int) -> bool:
-    """Whether nothing at or under ``path`` has a problem (of the schema's, say)."""
-    at = json_path(path)
-    return not any(b == at or b.startswith((at + ".", at + "[")) for b in broken)
 
 
 def items(data: dict[str, Any], key: str, broken: Iterable[str] = ()) -> list[tuple[int, Any]]:

@@ -16,11 +16,12 @@ a graph built in code the indexes are declaration order.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Literal, TypeAlias
 
 from agentnb._json import json_path
+from agentnb.definitions.findings import Finding, Path
+from agentnb.definitions.names import suggest
 from agentnb.graph.builder import END, RESERVED, START
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "suggest",
 ]
 
-Path: TypeAlias = tuple[str | int, ...]
 Form: TypeAlias = Literal["code", "file"]
 EdgeSpec: TypeAlias = tuple[int, str, str]
 """``(index, source, target)`` of a plain edge."""
@@ -44,32 +44,6 @@ InterruptSpec: TypeAlias = tuple[int, str]
 """``(index, node)`` of an interrupt."""
 JoinSpec: TypeAlias = tuple[int, Sequence[str], str]
 """``(index, sources, target)`` of a join; in a file it is an edge whose source is a list."""
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One broken rule: where (``path``), what (``message``), who (``culprit``), and the fix.
-
-    ``fix`` is a phrase without a final full stop: a :class:`SchemaProblem` shows it in
-    parentheses, a :class:`DefinitionError` as a sentence.
-    """
-
-    path: Path
-    message: str
-    fix: str
-    culprit: str
-
-
-def suggest(name: str, known: Collection[str], what: str = "nodes") -> str:
-    """``"Did you mean 'x'? Known nodes: ..."``: the fix for a name that is not known."""
-    import difflib  # only when a name is wrong: no import cost for valid graphs
-
-    names = sorted(known)
-    # difflib is quadratic-ish per call; on a huge graph the listing is hint enough.
-    close = difflib.get_close_matches(name, names, n=1) if len(names) <= 100 else []
-    listing = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
-    hint = f"Did you mean {close[0]!r}? " if close else ""
-    return f"{hint}Known {what}: {listing or 'none'}"
 
 
 def check_graph(

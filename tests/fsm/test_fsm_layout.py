@@ -15,6 +15,11 @@ ALLOWED_OUTSIDE = {
     "agentnb._display",
     "agentnb._listeners",
     "agentnb.resilience",
+    "agentnb.definitions.document",
+    "agentnb.definitions.findings",
+    "agentnb.definitions.names",
+    "agentnb.definitions.registry",
+    "agentnb.definitions.schema",
 }
 # Typing only: a workflow checkpointer is also accepted as an instance store.
 TYPE_ONLY = {"agentnb.store.base"}
@@ -25,7 +30,6 @@ DEFINITIONS = {
     "records",
     "memory",
     "document",
-    "schema",
     "loader",
     "storage",
     "expressions",

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from agentnb.definitions.document import MAX_PROBLEMS, MORE_PROBLEMS, json_path
+from agentnb.definitions.names import NAME_MAX_LENGTH, NAME_PATTERN
 from agentnb.errors import MissingDependency, SchemaProblem
-from agentnb.fsm.document import MAX_PROBLEMS, MORE_PROBLEMS, json_path
-from agentnb.fsm.rules import NAME_MAX_LENGTH, NAME_PATTERN
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
