@@ -60,15 +60,7 @@ class MemoryMachineStore:
             row = self._snapshots.get(instance_id)
         if row is None:
             return None
-        machine, state, context, seq, chart = row
-        return InstanceSnapshot(
-            instance_id,
-            machine,
-            state,
-            loads(context),
-            seq,
-            None if chart is None else loads(chart),
-        )
+        return InstanceSnapshot.from_row(instance_id, row)
 
     def commit(
         self,

@@ -9,6 +9,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentnb._json import loads
+
 __all__ = ["InstanceSnapshot", "TimerChange", "TimerRecord", "TransitionRecord"]
 
 
@@ -57,6 +59,15 @@ class InstanceSnapshot:
     seq: int
     chart: dict[str, Any] | None = None
     """For a statechart: the configuration, history values and session (JSON)."""
+
+    @classmethod
+    def from_row(
+        cls, instance_id: str, row: tuple[str, str, str, int, str | None]
+    ) -> InstanceSnapshot:
+        """From a stored row ``(machine, state, context_json, seq, chart_json)``."""
+        machine, state, context, seq, chart = row
+        return cls(instance_id, machine, state, loads(context), seq,
+                   None if chart is None else loads(chart))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,15 +127,7 @@ class SqliteMachineStore:
         )
         if not rows:
             return None
-        machine, state, context, seq, chart = rows[0]
-        return InstanceSnapshot(
-            instance_id,
-            machine,
-            state,
-            loads(context),
-            seq,
-            None if chart is None else loads(chart),
-        )
+        return InstanceSnapshot.from_row(instance_id, rows[0])
 
     def commit(
         self,
