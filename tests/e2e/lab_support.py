@@ -277,6 +277,17 @@ def open_notebook(page: Any, lab: Lab, name: str) -> None:
     status.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
 
 
+def run_widget(page: Any, title: str) -> Any:
+    """The RunView whose title starts with ``title``, drawn and scrolled into view."""
+    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text=title))
+    view.wait_for()
+    view.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "el => el.dataset.drawn === 'true'", arg=view.element_handle(), timeout=30_000
+    )
+    return view
+
+
 def reopen_without_widgets(page: Any, lab: Lab, name: str) -> None:
     """Save ``name``, drop its kernel and reload it: what a reader without the kernel sees."""
     page.locator(".lm-MenuBar-item", has_text="File").first.click()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lab_support import Browser, Lab, open_notebook
+from lab_support import Browser, Lab, open_notebook, run_widget
 
 from agentnb import SqliteCheckpointer
 
@@ -24,16 +24,6 @@ def page(lab: Lab, browser: Browser) -> Iterator[Any]:
     page.close()
 
 
-def widget(page: Any, title: str) -> Any:
-    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text=title))
-    view.wait_for()
-    view.scroll_into_view_if_needed()
-    page.wait_for_function(
-        "el => el.dataset.drawn === 'true'", arg=view.element_handle(), timeout=30_000
-    )
-    return view
-
-
 def wait_status(view: Any, status: str) -> None:
     view.page.wait_for_function(
         "([el, s]) => el.getAttribute('data-status') === s",
@@ -43,7 +33,7 @@ def wait_status(view: Any, status: str) -> None:
 
 
 def test_every_task_of_the_next_superstep_is_lit(page: Any) -> None:
-    view = widget(page, "superstep path")
+    view = run_widget(page, "superstep path")
     page.wait_for_function(
         f"el => ({LIT})(el).length === 2", arg=view.element_handle(), timeout=15_000
     )
@@ -51,7 +41,7 @@ def test_every_task_of_the_next_superstep_is_lit(page: Any) -> None:
 
 
 def test_a_question_is_answered_once_from_the_panel(page: Any, lab: Lab) -> None:
-    view = widget(page, "question path")
+    view = run_widget(page, "question path")
     assert "How many seats?" in view.locator(".rv-approval-head").inner_text()
     answer = view.locator(".rv-answer")
     answer.fill("three, please")  # not JSON: refused in the page, nothing sent
@@ -69,7 +59,7 @@ def test_a_question_is_answered_once_from_the_panel(page: Any, lab: Lab) -> None
 
 
 def test_a_form_is_drawn_from_the_schema_and_checked_before_sending(page: Any, lab: Lab) -> None:
-    view = widget(page, "form path")
+    view = run_widget(page, "form path")
     fields = view.locator(".rv-answer-field")
     assert fields.count() == 4  # name, seats, plan, invoice
     assert view.locator(".rv-answer").is_hidden()  # no JSON to type: a form
@@ -89,7 +79,7 @@ def test_a_form_is_drawn_from_the_schema_and_checked_before_sending(page: Any, l
 
 
 def test_the_approver_edits_the_state_before_approving(page: Any, lab: Lab) -> None:
-    view = widget(page, "edit path")
+    view = run_widget(page, "edit path")
     edit = view.locator(".rv-edit")
     edit.fill("{amount: 300}")  # not JSON: refused in the page
     view.get_by_role("button", name="Approve").click()

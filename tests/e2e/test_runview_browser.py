@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lab_support import ARTIFACTS, Browser, Lab, open_notebook, wait_for
+from lab_support import ARTIFACTS, Browser, Lab, open_notebook, run_widget, wait_for
 from playwright.sync_api import expect
 
 from agentnb import Identity, SqliteCheckpointer, Status
@@ -37,17 +37,6 @@ def page(lab: Lab, browser: Browser) -> Iterator[Any]:
     open_notebook(page, lab, NOTEBOOK)
     yield page
     page.close()
-
-
-def widget(page: Any, title: str) -> Any:
-    """The live view whose title starts with ``title``, drawn and scrolled into view."""
-    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text=title))
-    view.wait_for()
-    view.scroll_into_view_if_needed()
-    page.wait_for_function(
-        "el => el.dataset.drawn === 'true'", arg=view.element_handle(), timeout=30_000
-    )
-    return view
 
 
 NODE_INFO = """(el, name) => {
@@ -106,7 +95,7 @@ def payments(lab: Lab) -> list[int]:
 def test_step_to_the_pause_then_a_double_approve_decides_once_and_pays_once(
     page: Any, lab: Lab
 ) -> None:
-    view = widget(page, "approve path")
+    view = run_widget(page, "approve path")
     assert step_until_pending(view) == 1
     assert has_class(node(view, "planner"), "is-visited")
     assert has_class(node(view, "human_approval"), "is-pending")
@@ -150,7 +139,7 @@ def test_step_to_the_pause_then_a_double_approve_decides_once_and_pays_once(
 
 
 def test_reject_with_the_browser_drawn_diagram_ends_the_run_unpaid(page: Any, lab: Lab) -> None:
-    view = widget(page, "reject path")
+    view = run_widget(page, "reject path")
     assert view.get_attribute("data-drawer") == "viz"  # laid out by Graphviz in WebAssembly
     step_until_pending(view)
     view.locator(".rv-approver").fill("")  # the store refuses a nameless decision
@@ -170,7 +159,7 @@ def test_reject_with_the_browser_drawn_diagram_ends_the_run_unpaid(page: Any, la
 
 
 def test_an_approval_from_the_cli_shows_up_and_the_kernel_continues(page: Any, lab: Lab) -> None:
-    view = widget(page, "cli path")
+    view = run_widget(page, "cli path")
     assert view.get_attribute("data-status") == "pending"
     assert view.get_by_role("button", name="Approve").is_enabled()
     run_id = view.get_attribute("data-run-id")
@@ -189,7 +178,7 @@ def test_an_approval_from_the_cli_shows_up_and_the_kernel_continues(page: Any, l
 
 
 def test_hostile_strings_render_literally_and_run_nothing(page: Any, browser: Browser) -> None:
-    view = widget(page, "xss path")
+    view = run_widget(page, "xss path")
     assert view.locator(".rv-title").inner_text() == f"xss path {XSS[1]}"
     step_until_pending(view)
     view.locator(".rv-approver").fill(XSS[1])
@@ -224,7 +213,7 @@ def test_a_failing_node_is_shown_in_the_error_area_and_the_drawing(page: Any) ->
     page.wait_for_function(
         "el => el.dataset.drawn === 'true'", arg=machine.element_handle(), timeout=30_000
     )
-    view = widget(page, "fail path")
+    view = run_widget(page, "fail path")
     view.get_by_role("button", name="Run").click()
     wait_attr(view, "data-status", "failed")
     assert "ValueError: card declined" in view.locator(".rv-error").inner_text()
@@ -240,7 +229,7 @@ def test_a_failing_node_is_shown_in_the_error_area_and_the_drawing(page: Any) ->
 def test_a_burst_of_events_arrives_whole_and_the_log_keeps_the_newest_rows(
     page: Any, lab: Lab
 ) -> None:
-    view = widget(page, "burst path")
+    view = run_widget(page, "burst path")
     view.get_by_role("button", name="Run").click()
     wait_attr(view, "data-status", "completed", timeout=60_000)
     with store(lab) as s:
@@ -295,7 +284,7 @@ TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimatio
 def test_hostile_svg_fed_straight_to_the_browser_scrub_runs_nothing(
     page: Any, lab: Lab, browser: Browser
 ) -> None:
-    view = widget(page, "fail path")
+    view = run_widget(page, "fail path")
     # Past Python's check: the kernel posts the drawing message itself, so only the page's
     # scrub (agentnb.render.svg.SVG_ALLOW, shipped as the _svg_allow trait) stands between.
     lab.kernel_exec(
@@ -335,7 +324,7 @@ def approver_field_is_fixed_to(view: Any, name: str) -> None:
 def test_with_an_approver_policy_the_panel_decides_as_the_kernels_identity_only(
     page: Any, lab: Lab
 ) -> None:
-    view = widget(page, "ada-only path")
+    view = run_widget(page, "ada-only path")
     assert view.get_attribute("data-status") == "pending"
     expect(view.locator(".rv-policy")).to_have_text(f"{IDENTITY} · may decide: approvers ada")
     approver_field_is_fixed_to(view, "ada")  # not the "typed name" the cell passed
@@ -354,7 +343,7 @@ def test_with_an_approver_policy_the_panel_decides_as_the_kernels_identity_only(
 def test_an_identity_the_policy_refuses_is_told_so_and_nothing_is_decided(
     page: Any, lab: Lab
 ) -> None:
-    view = widget(page, "bob-only path")
+    view = run_widget(page, "bob-only path")
     expect(view.locator(".rv-policy")).to_have_text(f"{IDENTITY} · may decide: approvers bob")
     approver_field_is_fixed_to(view, "ada")
     view.get_by_role("button", name="Approve").click()
@@ -376,7 +365,7 @@ def test_an_identity_the_policy_refuses_is_told_so_and_nothing_is_decided(
 def test_without_a_policy_the_name_field_stays_editable_beside_the_identity(
     page: Any, lab: Lab
 ) -> None:
-    view = widget(page, "anyone path")
+    view = run_widget(page, "anyone path")
     expect(view.locator(".rv-policy")).to_have_text(IDENTITY)
     field = view.locator(".rv-approver")
     expect(field).to_be_editable()
