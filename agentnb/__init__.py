@@ -142,6 +142,7 @@ __all__ = [
     "TransitionNotAllowed",
     "UnknownExercise",
     "UnsupportedElement",
+    "Worker",
     "Workflow",
     "__version__",
     "load_scxml",
@@ -156,6 +157,7 @@ _LAZY = {
     "ManualClock": "agentnb.fsm.timers",
     "Parallel": "agentnb.fsm.chart",
     "State": "agentnb.fsm.chart",
+    "Worker": "agentnb.graph.worker",  # lazily: it needs asyncio, which import agentnb does not
     "Statechart": "agentnb.fsm.chart",
     "load_scxml": "agentnb.fsm.scxml",
     "load_statechart": "agentnb.fsm.chart_file",

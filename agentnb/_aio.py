@@ -17,6 +17,7 @@ agentnb writes every operation once, as a coroutine, and offers a sync twin that
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -171,3 +172,56 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         aclose = getattr(agen, "aclose", None)
         if not finished and aclose is not None:
             run_sync(aclose())
+
+
+class Wakeup:
+    """A signal any thread may raise and coroutines on any loop may wait for, with a timeout.
+
+    Each :meth:`set` bumps :attr:`generation`; ``wait(after=g)`` returns at once if a set
+    came after generation ``g`` was read, so a set that lands between a caller's look and
+    its wait is never lost. What a store uses to tell idle workers that work was written.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    @property
+    def generation(self) -> int:
+        with self._lock:
+            return self._generation
+
+    def set(self) -> None:
+        with self._lock:
+            self._generation += 1
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            # A closed loop raises RuntimeError: nobody waits there any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future)
+
+    async def wait(self, timeout: float, *, after: int | None = None) -> bool:
+        """Wait for a :meth:`set` later than generation ``after`` (default: now), at most
+        ``timeout`` seconds; True if one came."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        entry = (loop, future)
+        with self._lock:
+            if after is not None and self._generation > after:
+                return True
+            self._waiters.append(entry)
+        try:
+            done, _ = await asyncio.wait({future}, timeout=max(timeout, 0.0))
+        finally:
+            with self._lock:
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+        return bool(done)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

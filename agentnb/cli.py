@@ -381,12 +381,60 @@ def _parser() -> argparse.ArgumentParser:
         "--include-audit", action="store_true", help="delete the runs' decision audit too"
     )
 
+    worker = sub.add_parser(
+        "worker",
+        help="claim and drive queued, approved and orphaned runs (workflow.submit)",
+        description="Claim runnable runs of the named workflows from the database and drive "
+        "them, --concurrency at once on one event loop: runs queued by workflow.submit, runs "
+        "approved or answered from anywhere, runs whose worker died (lease expired). Start "
+        "as many as you like, here or on other machines. SIGTERM or Ctrl-C: each run "
+        "finishes its step in flight and goes back to the queue; exit 0.",
+    )
+    worker.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    worker.add_argument(
+        "--workflow",
+        required=True,
+        action="append",
+        metavar="MODULE:ATTR",
+        help="a StateGraph, Workflow or build(store) function; repeat for several",
+    )
+    worker.add_argument("--concurrency", type=int, default=16, help="runs driven at once")
+    worker.add_argument(
+        "--until-idle", action="store_true", help="exit once nothing is left to claim"
+    )
+
     check = sub.add_parser("check", help="grade a course exercise from a database")
     check.add_argument("exercise", nargs="?", help="the exercise id, e.g. 02.1")
     check.add_argument("--db", help="the SQLite file to grade (a submission)")
     check.add_argument("--answer", help="the prediction the exercise asks for, as JSON")
     check.add_argument("--list", action="store_true", help="list the exercises")
     return parser
+
+
+def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.errors import DefinitionError
+    from agentnb.graph.worker import Worker, load_workflow
+
+    if args.concurrency < 1:
+        raise _UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
+    with SqliteCheckpointer(args.db) as store:
+        try:
+            workflows = [load_workflow(target, store) for target in args.workflow]
+            worker = Worker(*workflows, concurrency=args.concurrency)
+        except DefinitionError as exc:
+            raise _UsageError(str(exc)) from None
+        names = ", ".join(worker.workflows)
+        out.write(
+            f"worker {worker.owner}: {names} on {args.db}, {args.concurrency} at once "
+            f"({'until idle' if args.until_idle else 'SIGTERM or Ctrl-C stops it'})\n"
+        )
+        out.flush()
+        stats = worker.run(until_idle=args.until_idle, signals=True)
+    out.write(
+        f"stopped: {stats.claimed} claimed, {stats.completed} completed, {stats.paused} "
+        f"paused, {stats.failed} failed, {stats.requeued} requeued, {stats.lost} lost\n"
+    )
+    return OK
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -443,6 +491,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "prune": _cmd_prune,
     "runs": _cmd_runs,
     "show": _cmd_show,
+    "worker": _cmd_worker,
     "approve": _cmd_decide,
     "reject": _cmd_decide,
 }

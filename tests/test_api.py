@@ -67,6 +67,7 @@ PUBLIC = {
     "UnknownExercise",
     "StoreError",
     "TransitionNotAllowed",
+    "Worker",
     "Workflow",
     "__version__",
     "ChartInstance",

@@ -94,6 +94,7 @@ class Driver:
         self.recovered: list[str] = []  # tasks whose saved result this call merged
         self.stepping = False  # driving one superstep: subgraphs advance one of theirs
         self.live: Live | None = None  # set by astream(mode="custom")
+        self.halt: Callable[[], bool] | None = None  # asked between supersteps (a Worker stopping)
         self.approvals: dict[str, str] = {}  # task id ("" for the run) -> who approved
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
@@ -228,6 +229,8 @@ class Driver:
                     return
                 head = tasks[0].node
                 if max_supersteps is not None and executed >= max_supersteps:
+                    return
+                if self.halt is not None and self.halt():
                     return
                 if step >= record.max_steps:
                     budget = StepBudgetExhausted(self.run_id, record.max_steps, head)

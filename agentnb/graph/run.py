@@ -263,6 +263,7 @@ class Run(Drawable, HasTimeline, Viewable):
         step: int = 0,
         origin: dict[str, Any] | None = None,
         tasks: dict[str, Any] | None = None,
+        status: Status = Status.RUNNING,
     ) -> Run:
         check(state, root="state")
         state_json = dumps(state)
@@ -273,7 +274,7 @@ class Run(Drawable, HasTimeline, Viewable):
             run_id=run_id,
             graph=workflow.name,
             shape=workflow.shape,
-            status=Status.RUNNING,
+            status=status,
             node=node,
             step=step,
             seq=1,
@@ -782,10 +783,16 @@ class Run(Drawable, HasTimeline, Viewable):
         """Sync twin of :meth:`astream`."""
         return iterate_sync(self.astream(mode=mode))
 
-    async def _drive(self, max_nodes: int | None, mode: str = "events") -> AsyncIterator[Any]:
+    async def _drive(
+        self,
+        max_nodes: int | None,
+        mode: str = "events",
+        halt: Callable[[], bool] | None = None,
+    ) -> AsyncIterator[Any]:
         from agentnb.graph.driver import Driver
 
         driver = Driver(self.workflow, self.owner, self._position())
+        driver.halt = halt
         if mode == "custom":
             from agentnb.graph.streams import Emitted, Live
 

@@ -222,6 +222,29 @@ class Workflow(Drawable):
 
         return Run._create(self, dict(state or {}), run_id)
 
+    def submit(self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Run:
+        """Queue a run for a :class:`~agentnb.Worker`; nothing executes in the caller.
+
+        The run is saved ``queued`` (durably, with its first checkpoint) and returned as a
+        handle: any worker with this workflow (``agentnb worker --db ... --workflow ...``,
+        or ``Worker(workflow).run()``) claims it, on this machine or another.
+
+        Example:
+            >>> from agentnb import StateGraph, Worker
+            >>> g = StateGraph("hello").add_node("greet", lambda s: {"said": "hi"})
+            >>> wf = g.set_entry_point("greet").compile()
+            >>> run = wf.submit({"name": "Ada"})
+            >>> str(run.status)
+            'queued'
+            >>> Worker(wf).run(until_idle=True).completed
+            1
+            >>> run.state["said"]
+            'hi'
+        """
+        from agentnb.graph.run import Run
+
+        return Run._create(self, dict(state or {}), run_id, status=Status.QUEUED)
+
     def attach(self, run_id: str) -> Run:
         """Re-attach to an existing run (after a restart, or from another kernel).
 

@@ -291,6 +291,47 @@ class Checkpointer(ABC):
     def release(self, run_id: str, fence: int) -> None:
         """Give up the lease if ``fence`` still holds it (a no-op otherwise)."""
 
+    # -- claiming work (rules: agentnb.store.claims) ---------------------------------------
+
+    @abstractmethod
+    def claim(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        """Take the leases of up to ``limit`` runnable runs for ``owner``, atomically.
+
+        ``graphs`` maps the workflow names the caller can drive to their shapes; only runs
+        of those are taken (and only ``run_ids``, when given). Runnable: ``queued`` or
+        ``approved`` and free, or any of those and ``running`` with an expired lease (see
+        :mod:`agentnb.store.claims`). Each claimed run's fence is bumped, as by
+        :meth:`acquire`; the rows come back oldest first, with their new lease. Two
+        callers never get the same run while its lease lasts.
+        """
+
+    @abstractmethod
+    def requeue(self, run_id: str, fence: int) -> bool:
+        """Put a ``running`` run nobody holds back to ``queued`` if ``fence`` is still its
+        latest; True if it was. A worker that stops between steps calls it after releasing
+        the lease, so another worker claims the run at once."""
+
+    async def await_work(self, owner: str, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for a sign that work may be claimable.
+
+        A :class:`~agentnb.Worker` (``owner``) calls it when its last :meth:`claim` came
+        back short; a sign given since that claim counts (none is lost in between). This
+        default waits the timeout out (the worker polls, with a bounded backoff); a backend
+        that can be told — PostgreSQL's ``LISTEN``/``NOTIFY``, the memory store's own
+        writes — returns as soon as it is.
+        """
+        import asyncio
+
+        await asyncio.sleep(timeout)
+
     # -- supersteps ----------------------------------------------------------------------
 
     @abstractmethod

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import datetime
 
+from agentnb._aio import Wakeup
 from agentnb._json import loads
 from agentnb.errors import (
     ApprovalNotPending,
@@ -42,6 +43,7 @@ from agentnb.store.base import (
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store.claims import WAITING, claimable
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.policy import (
     ApproverPolicy,
@@ -96,6 +98,8 @@ class MemoryCheckpointer(Checkpointer):
         self._effects: dict[str, tuple[Effect, str]] = {}
         self._closed = False
         self._machines: MemoryMachineStore | None = None
+        self._work = Wakeup()  # set by writes that may make a run claimable
+        self._claimed_at: dict[str, int] = {}  # owner -> the wake-up generation it last saw
 
     def __repr__(self) -> str:
         return f"<MemoryCheckpointer: {len(self._runs)} runs>"
@@ -148,6 +152,8 @@ class MemoryCheckpointer(Checkpointer):
             self._events[run.run_id] = list(events)
             if started_by is not None or policies:
                 self._policies[run.run_id] = RunPolicy(started_by, dict(policies or {}))
+        if run.status in WAITING:
+            self._work.set()
 
     def run_policy(self, run_id: str) -> RunPolicy:
         with self._lock:
@@ -241,6 +247,50 @@ class MemoryCheckpointer(Checkpointer):
             run = self._get(run_id)
             if run.fence == fence:
                 self._runs[run_id] = dataclasses.replace(run, lease_owner=None, lease_expires=None)
+        if run.status in WAITING:
+            self._work.set()
+
+    # -- claiming work (rules: agentnb.store.claims) ---------------------------------------
+
+    def claim(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = 30.0,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        with self._lock:
+            self._check_open()
+            self._claimed_at[owner] = self._work.generation  # await_work counts from here
+            now = time.time()
+            found = sorted(
+                (r for r in self._runs.values() if claimable(r, graphs, now, run_ids)),
+                key=lambda r: (r.updated_at, r.run_id),
+            )[: max(limit, 0)]
+            claimed = []
+            for run in found:
+                run = dataclasses.replace(
+                    run, lease_owner=owner, lease_expires=now + lease_seconds, fence=run.fence + 1
+                )
+                self._runs[run.run_id] = run
+                claimed.append(run)
+            return claimed
+
+    def requeue(self, run_id: str, fence: int) -> bool:
+        with self._lock:
+            run = self._get(run_id)
+            if run.fence != fence or run.lease_owner is not None or run.status != Status.RUNNING:
+                return False
+            self._runs[run_id] = dataclasses.replace(
+                run, status=Status.QUEUED, updated_at=time.time()
+            )
+        self._work.set()
+        return True
+
+    async def await_work(self, owner: str, timeout: float) -> None:
+        await self._work.wait(timeout, after=self._claimed_at.get(owner, 0))
 
     def decide(
         self,
@@ -254,6 +304,25 @@ class MemoryCheckpointer(Checkpointer):
         checks: Mapping[str, PolicyCheck] | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
+    ) -> Decision:
+        try:
+            return self._decide(
+                run_id, decision, approver, comment, expected_digest, identity, checks, task, edit
+            )
+        finally:  # an approval makes the run claimable: tell idle workers
+            self._work.set()
+
+    def _decide(
+        self,
+        run_id: str,
+        decision: str,
+        approver: str,
+        comment: str | None,
+        expected_digest: str | None,
+        identity: Identity | None,
+        checks: Mapping[str, PolicyCheck] | None,
+        task: str | None,
+        edit: DecisionEdit | None,
     ) -> Decision:
         check_decision(decision, approver)
         who = self._vouch(identity)

@@ -29,6 +29,9 @@ __all__ = [
 class Status(StrEnum):
     """Where a run stands. ``str(status)`` is the value stored in the database."""
 
+    QUEUED = "queued"
+    """Submitted (``workflow.submit``) and waiting for a :class:`~agentnb.Worker` to claim it;
+    nothing has run in the caller. A worker stopped mid-run puts its runs back here."""
     RUNNING = "running"
     """In progress: a worker may step it (``worker`` says whether one holds it now)."""
     PENDING = "pending"

@@ -68,7 +68,7 @@ from agentnb.store.sqlite_tasks import (
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store import sqlite_decisions, sqlite_retention
+from agentnb.store import sqlite_claims, sqlite_decisions, sqlite_retention
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.policy import (
@@ -470,6 +470,26 @@ class SqliteCheckpointer(Checkpointer):
                 "WHERE run_id = ? AND fence = ?",
                 (run_id, fence),
             )
+
+    # -- claiming work (rules: agentnb.store.claims) ---------------------------------------
+
+    def claim(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        with self._write() as db:
+            return sqlite_claims.claim(
+                db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
+            )
+
+    def requeue(self, run_id: str, fence: int) -> bool:
+        with self._write() as db:
+            return sqlite_claims.requeue(db, run_id, fence)
 
     # -- decisions -----------------------------------------------------------------------
 

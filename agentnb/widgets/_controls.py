@@ -19,6 +19,7 @@ from typing import Any
 
 from agentnb.errors import AgentnbError, DecisionError, RunBusy
 from agentnb.graph.run import Run
+from agentnb.graph.worker import Worker
 from agentnb.store.records import Event, RunRecord, Status
 
 __all__ = ["DECISIONS", "Controls", "News", "running_loop"]
@@ -176,7 +177,14 @@ class Controls:
                 if result.node is None:
                     self.say(notice=f"Nothing ran: {result}.")
             else:
-                async for event in self.run.astream():
+                # After a decision the run is continued the way every worker does it: claimed
+                # (so a Worker process that got there first keeps it), then driven.
+                source = (
+                    self.run.astream()
+                    if kind == "run"
+                    else Worker(self.run.workflow, concurrency=1).acontinue(self.run.run_id)
+                )
+                async for event in source:
                     if event.type == "node_start":
                         self._lit(event.node)
         except asyncio.CancelledError:

@@ -1,0 +1,380 @@
+"""``Worker``: claims runnable runs from a checkpointer and drives them, many at once.
+
+One worker is one event loop in one process: it claims up to ``concurrency`` runs at a
+time (:meth:`~agentnb.Checkpointer.claim`, atomic, so any number of workers on any number
+of machines share one store without two driving a run), drives each as a task on the
+loop — a node awaiting I/O lets the others run — and claims again as slots free up.
+Runnable work is what :mod:`agentnb.store.claims` says: runs queued by
+``workflow.submit``, runs approved or answered by a person anywhere (a panel, the CLI,
+another kernel), runs whose worker died (their lease expired).
+
+When a claim comes back short, the worker waits for the store's wake-up
+(:meth:`~agentnb.Checkpointer.await_work`: ``LISTEN``/``NOTIFY`` on PostgreSQL, the
+memory store's own writes) or, on SQLite, polls with a backoff that doubles from
+``poll_min`` to ``poll_max`` and starts again at the next run it finds.
+
+:meth:`stop` (or SIGTERM / SIGINT in :meth:`run`) is graceful: nothing new is claimed,
+each run finishes the superstep in flight, commits it, gives its lease back and is put
+back in the queue for the next worker — no node is cut off, nothing is left leased.
+
+The panel's "continue after a decision" is this component too
+(:meth:`acontinue`): one mechanism, whoever continues a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import importlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentnb._aio import run_sync
+from agentnb.errors import AgentnbError, DefinitionError, LeaseLost
+from agentnb.store.base import new_owner
+from agentnb.store.records import Event, RunRecord, Status
+
+if TYPE_CHECKING:
+    from agentnb.graph.workflow import Workflow
+    from agentnb.store.base import Checkpointer
+
+__all__ = ["Worker", "WorkerStats", "load_workflow"]
+
+log = logging.getLogger("agentnb.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStats:
+    """What a worker has done so far (counted per drive of a claimed run)."""
+
+    claimed: int = 0
+    """Runs claimed (a run claimed again after a pause counts again)."""
+    completed: int = 0
+    paused: int = 0
+    """Drives that ended at an interrupt, waiting for a person."""
+    failed: int = 0
+    """Drives that ended with the run failed (a node raised, the step budget ran out)."""
+    requeued: int = 0
+    """Runs given back to the queue because the worker stopped mid-run."""
+    lost: int = 0
+    """Runs another worker took over (this one's lease had expired): fenced out."""
+    steps: int = 0
+    """Supersteps committed."""
+
+
+class Worker:
+    """Claims and drives runs of ``workflows`` from their checkpointer.
+
+    Args:
+        *workflows: the workflows this worker has the code for (each by its name; they
+            must share one checkpointer). Runs of other workflows, or of another shape of
+            these, are never claimed.
+        concurrency: how many runs are driven at once on the event loop.
+        poll_min, poll_max: the bounds, in seconds, of the wait between claims that came
+            back empty (doubling from the one to the other), when the store cannot say
+            when new work arrives.
+        owner: the lease owner id (default: ``host:pid:random``).
+
+    Example:
+        >>> from agentnb import StateGraph, Worker
+        >>> g = StateGraph("echo").add_node("say", lambda s: {"out": s["text"]})
+        >>> wf = g.set_entry_point("say").compile()
+        >>> ids = [wf.submit({"text": t}).run_id for t in ("a", "b")]
+        >>> Worker(wf, concurrency=8).run(until_idle=True).completed
+        2
+    """
+
+    def __init__(
+        self,
+        *workflows: Workflow,
+        concurrency: int = 16,
+        poll_min: float = 0.02,
+        poll_max: float = 1.0,
+        owner: str | None = None,
+    ) -> None:
+        if not workflows:
+            raise DefinitionError(
+                "a Worker needs at least one workflow", fix="Pass Worker(workflow, ...)."
+            )
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise DefinitionError(
+                f"concurrency must be a positive int, not {concurrency!r}",
+                culprit="concurrency",
+                fix="Pass how many runs to drive at once, e.g. concurrency=16.",
+            )
+        if not 0 < poll_min <= poll_max:
+            raise DefinitionError(
+                f"poll_min={poll_min!r}, poll_max={poll_max!r}: need 0 < poll_min <= poll_max",
+                culprit="poll_min",
+            )
+        self.store: Checkpointer = workflows[0].checkpointer
+        self.workflows: dict[str, Workflow] = {}
+        for wf in workflows:
+            if wf.checkpointer is not self.store:
+                raise DefinitionError(
+                    f"workflow {wf.name!r} saves its runs in another checkpointer than "
+                    f"{workflows[0].name!r}",
+                    culprit=wf.name,
+                    fix="Compile every workflow of one Worker with the same checkpointer.",
+                )
+            if wf.name in self.workflows:
+                raise DefinitionError(
+                    f"two workflows named {wf.name!r}: a worker tells runs apart by name",
+                    culprit=wf.name,
+                    fix="Give each graph its own name: StateGraph('name').",
+                )
+            self.workflows[wf.name] = wf
+        self.graphs = {name: wf.shape for name, wf in self.workflows.items()}
+        self.concurrency = concurrency
+        self.poll_min, self.poll_max = float(poll_min), float(poll_max)
+        self.owner = owner or new_owner()
+        self.lease_seconds = min(wf.lease_seconds for wf in workflows)
+        self._stats = WorkerStats()
+        self._stopping = False
+        self._halt: asyncio.Event | None = None  # set on the loop by stop()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._driving: dict[str, asyncio.Task[None]] = {}
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.workflows)
+        return f"<Worker {self.owner} [{names}] driving {len(self._driving)}/{self.concurrency}>"
+
+    @property
+    def stats(self) -> WorkerStats:
+        """Counts of what this worker did."""
+        return self._stats
+
+    def _count(self, **more: int) -> None:
+        self._stats = dataclasses.replace(
+            self._stats, **{k: getattr(self._stats, k) + v for k, v in more.items()}
+        )
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop gracefully, from any thread or a signal handler: claim nothing more; each
+        run finishes its superstep in flight, gives its lease back and goes back to the
+        queue. :meth:`arun` returns once they have."""
+        self._stopping = True
+        loop, halt = self._loop, self._halt
+        if loop is not None and halt is not None:
+            # A closed loop raises RuntimeError: then nothing is running.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(halt.set)
+
+    def _halting(self) -> bool:
+        return self._stopping
+
+    # -- running -------------------------------------------------------------------------
+
+    async def arun(self, *, until_idle: bool = False, signals: bool = False) -> WorkerStats:
+        """Claim and drive runs until :meth:`stop` (or, ``until_idle``, until nothing is
+        left to claim and nothing is being driven); returns the counts.
+
+        ``signals`` makes SIGTERM and SIGINT call :meth:`stop` (main thread only).
+        """
+        loop = asyncio.get_running_loop()
+        self._loop, self._halt = loop, asyncio.Event()
+        if self._stopping:
+            self._halt.set()
+        installed = self._install_signals(loop) if signals else []
+        wait = self.poll_min
+        halted = asyncio.ensure_future(self._halt.wait())
+        try:
+            while not self._stopping:
+                free = self.concurrency - len(self._driving)
+                claimed: list[RunRecord] = []
+                if free > 0:
+                    claimed = await asyncio.to_thread(
+                        self.store.claim,
+                        self.owner,
+                        self.graphs,
+                        limit=free,
+                        lease_seconds=self.lease_seconds,
+                    )
+                    for record in claimed:
+                        self._start(record)
+                if until_idle and not claimed and not self._driving:
+                    break
+                waiters: set[asyncio.Future[Any]] = {halted, *self._driving.values()}
+                if claimed:
+                    wait = self.poll_min
+                if len(claimed) < free:  # nothing more to claim now: wait for news
+                    waiters.add(asyncio.ensure_future(self.store.await_work(self.owner, wait)))
+                    wait = min(wait * 2, self.poll_max)
+                elif len(claimed) == free and free > 0:
+                    continue  # maybe more work waiting; claim again as slots free up
+                done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for extra in waiters - {halted, *self._driving.values()} - done:
+                    extra.cancel()
+        finally:
+            halted.cancel()
+            if self._driving:
+                await asyncio.gather(*self._driving.values(), return_exceptions=True)
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            self._loop = self._halt = None
+        return self._stats
+
+    def run(self, *, until_idle: bool = False, signals: bool = False) -> WorkerStats:
+        """Sync twin of :meth:`arun`."""
+        return run_sync(self.arun(until_idle=until_idle, signals=signals))
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[signal.Signals]:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return []
+        installed = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+            installed.append(sig)
+        return installed
+
+    def _start(self, record: RunRecord) -> None:
+        task = asyncio.ensure_future(self._drain(record))
+        self._driving[record.run_id] = task
+        task.add_done_callback(lambda _: self._driving.pop(record.run_id, None))
+
+    async def _drain(self, record: RunRecord) -> None:
+        async for _ in self._drive(record):
+            pass
+
+    # -- one run ---------------------------------------------------------------------------
+
+    async def acontinue(self, run_id: str) -> AsyncIterator[Event]:
+        """Claim ``run_id`` if it is runnable (approved, queued, or its worker is gone) and
+        drive it to its next pause or its end, yielding its events; yields nothing when
+        another worker has it or it is not runnable. What a panel does after a decision."""
+        claimed = await asyncio.to_thread(
+            self.store.claim,
+            self.owner,
+            self.graphs,
+            limit=1,
+            lease_seconds=self.lease_seconds,
+            run_ids=[run_id],
+        )
+        for record in claimed:
+            async for event in self._drive(record):
+                yield event
+
+    async def _drive(self, record: RunRecord) -> AsyncIterator[Event]:
+        """Drive a claimed run until it pauses, ends, or the worker stops; then make sure
+        its lease is given back and, if it is mid-run, that it is queued again."""
+        self._count(claimed=1)
+        wf = self.workflows[record.graph]
+        run_id = record.run_id
+        try:
+            run = wf.attach(run_id)
+            run.owner = self.owner  # the claim's lease: the driver's acquire keeps it
+            async for event in run._drive(None, halt=self._halting):
+                if event.type == "state_update":
+                    self._count(steps=1)
+                yield event
+        except LeaseLost:
+            self._count(lost=1)
+            log.warning("run %s: another worker took it over (this lease expired)", run_id)
+            return
+        except AgentnbError as exc:
+            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
+        except Exception as exc:  # a node's own exception, recorded failed by the driver
+            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
+        await asyncio.to_thread(self._settle, run_id, record.fence)
+
+    def _settle(self, run_id: str, claimed_fence: int) -> None:
+        final = self.store.get_run(run_id)
+        if final.fence < claimed_fence:  # pragma: no cover - fences only grow
+            return
+        if final.lease_owner == self.owner:  # the drive ended before it acquired
+            self.store.release(run_id, final.fence)
+            final = self.store.get_run(run_id)
+        if final.status == Status.COMPLETED:
+            self._count(completed=1)
+        elif final.status == Status.PENDING:
+            self._count(paused=1)
+        elif final.status in (Status.FAILED, Status.REJECTED):
+            self._count(failed=1)
+        elif (
+            final.status == Status.RUNNING
+            and final.lease_owner is None
+            and self.store.requeue(run_id, final.fence)
+        ):
+            self._count(requeued=1)
+
+
+# -- the workflows a worker process loads -----------------------------------------------
+
+
+def load_workflow(target: str, store: Checkpointer) -> Workflow:
+    """``MODULE:ATTR`` -> a workflow bound to ``store``.
+
+    ``ATTR`` is a :class:`~agentnb.StateGraph` (compiled with ``store``), a compiled
+    :class:`~agentnb.Workflow` (rebound to ``store``, its settings kept), or a callable
+    ``build(store) -> Workflow``. The current directory is importable, as for ``python -m``.
+
+    Raises:
+        DefinitionError: the target cannot be imported or is none of those.
+    """
+    from agentnb.graph.builder import StateGraph
+    from agentnb.graph.workflow import Workflow
+
+    module_name, sep, attr = target.partition(":")
+    names = [*module_name.split("."), *attr.split(".")]
+    if not sep or not all(n.isidentifier() for n in names):
+        raise DefinitionError(
+            f"--workflow must look like MODULE:ATTR, not {target!r}",
+            culprit=target,
+            fix="Name the module and the graph in it, e.g. --workflow flows.refund:graph.",
+        )
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DefinitionError(
+            f"cannot import {module_name!r}: {exc}",
+            culprit=target,
+            fix=f"Run the worker where {module_name} is importable (looked in {cwd}).",
+        ) from None
+    for name in attr.split("."):
+        if not hasattr(obj, name):
+            raise DefinitionError(
+                f"{module_name!r} has no attribute {attr!r}",
+                culprit=target,
+                fix="Name a StateGraph, a Workflow or a build(store) function in it.",
+            )
+        obj = getattr(obj, name)
+    if isinstance(obj, StateGraph):
+        return obj.compile(store)
+    if isinstance(obj, Workflow):
+        return _rebound(obj, store)
+    if callable(obj):
+        built = obj(store)
+        if isinstance(built, Workflow):
+            return built if built.checkpointer is store else _rebound(built, store)
+    raise DefinitionError(
+        f"{target!r} is not a StateGraph, a Workflow or a build(store) -> Workflow",
+        culprit=target,
+        fix="Point --workflow at the graph, e.g. --workflow flows.refund:graph.",
+    )
+
+
+def _rebound(wf: Workflow, store: Checkpointer) -> Workflow:
+    from agentnb.graph.workflow import Workflow
+
+    return Workflow(
+        wf.graph,
+        store,
+        max_steps=wf.max_steps,
+        lease_seconds=wf.lease_seconds,
+        max_concurrency=wf.max_concurrency,
+        keep_streams=wf.keep_streams,
+        identity=wf._identity,
+    )

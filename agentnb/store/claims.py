@@ -1,0 +1,63 @@
+"""Claiming runnable work: the rule every backend's :meth:`~agentnb.Checkpointer.claim` follows.
+
+A :class:`~agentnb.Worker` does not pick runs by reading and then acquiring them (two
+workers would read the same rows); it asks the store to *claim* up to ``limit`` runs in
+one statement, which takes their leases atomically (SQLite: one ``UPDATE ... RETURNING``
+inside ``BEGIN IMMEDIATE``; PostgreSQL: the same ``UPDATE`` over a
+``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent workers skip each other's rows
+instead of waiting on them). A run is claimable when it is one of the workflows the worker
+has the code for (name *and* shape, so it never takes a run it cannot drive) and:
+
+* it is waiting for a worker and nobody holds it: ``queued`` (``workflow.submit``, or put
+  back by a worker that stopped) or ``approved`` (a decision, or an answer through
+  ``run.respond``, was recorded — by a panel, the CLI or another kernel);
+* or its lease has expired, whatever it was doing (``queued``, ``approved``, ``running``):
+  its worker died or lost its connection, and the fence of the claim shuts that worker out
+  of every later write.
+
+A ``running`` run that nobody holds is *not* claimable: someone is stepping it by hand
+(``run.step()`` in a notebook releases the lease between steps), and a worker must not
+take it from them. A worker that stops between steps puts its runs back to ``queued``
+with :meth:`~agentnb.Checkpointer.requeue`, so they are claimable again at once.
+
+Claims are oldest first (by the time of the run's last status change), so a busy queue is
+served in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from agentnb.store.records import RunRecord, Status
+
+__all__ = ["RESUMABLE", "WAITING", "claimable", "graph_filter"]
+
+WAITING = (Status.QUEUED, Status.APPROVED)
+"""Statuses a free run is claimed in at once."""
+RESUMABLE = (Status.QUEUED, Status.APPROVED, Status.RUNNING)
+"""Statuses a run whose lease expired is claimed in (its worker is gone)."""
+
+
+def claimable(
+    run: RunRecord,
+    graphs: Mapping[str, str],
+    now: float,
+    run_ids: Sequence[str] | None = None,
+) -> bool:
+    """True when ``run`` may be claimed by a worker for ``graphs`` (name -> shape) at ``now``."""
+    if graphs.get(run.graph) != run.shape:
+        return False
+    if run_ids is not None and run.run_id not in run_ids:
+        return False
+    if run.lease_owner is None:
+        return run.status in WAITING
+    return run.status in RESUMABLE and (run.lease_expires or 0.0) <= now
+
+
+def graph_filter(graphs: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The SQL condition (``?`` placeholders) and parameters matching ``graphs``' runs."""
+    if not graphs:
+        return "0", []
+    condition = " OR ".join("(graph = ? AND shape = ?)" for _ in graphs)
+    params = [v for name, shape in sorted(graphs.items()) for v in (name, shape)]
+    return f"({condition})", params

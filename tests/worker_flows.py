@@ -1,0 +1,60 @@
+"""Workflows the worker-process tests run with ``agentnb worker --workflow worker_flows:NAME``.
+
+Each node that does work appends ``RUN_ID PID`` to the file named by ``AGENTNB_EXEC_LOG``
+(every execution, so a run executed twice shows twice) and does its side effect through
+``ctx.once`` (the effect ledger: at most once per step, whatever the executions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from agentnb import Checkpointer, NodeContext, StateGraph, Workflow
+
+LEASE_SECONDS = 1.5
+"""Short, so a killed worker's runs are taken over quickly."""
+
+
+def _executed(ctx: NodeContext) -> None:
+    with open(os.environ["AGENTNB_EXEC_LOG"], "a") as f:
+        f.write(f"{ctx.run_id} {os.getpid()}\n")
+
+
+async def _pay(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    _executed(ctx)
+    receipt = ctx.once("pay", lambda: f"paid {ctx.run_id} by {os.getpid()}")
+    marker = os.environ.get("AGENTNB_MARKER")
+    if marker:  # tell the test this node is in flight, past its side effect
+        Path(marker).write_text(str(os.getpid()))
+    if os.environ.get("AGENTNB_HANG"):  # until SIGKILL
+        await asyncio.sleep(3600)
+    release = os.environ.get("AGENTNB_RELEASE")
+    if release:  # hold the step in flight until the test says so (30 s at most)
+        deadline = time.monotonic() + 30
+        while not Path(release).exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    return {"receipt": receipt}
+
+
+def _done(state: dict[str, Any]) -> dict[str, Any]:
+    return {"done": True}
+
+
+def counted(store: Checkpointer) -> Workflow:
+    """pay -> done."""
+    g = StateGraph("counted").add_node("pay", _pay).add_node("done", _done)
+    g.set_entry_point("pay").add_edge("pay", "done")
+    return g.compile(store, lease_seconds=LEASE_SECONDS)
+
+
+def approval(store: Checkpointer) -> Workflow:
+    """plan -> (approval) -> pay -> done."""
+    g = StateGraph("approval").add_node("plan", lambda s: {"amount": 300})
+    g.add_node("pay", _pay).add_node("done", _done)
+    g.set_entry_point("plan").add_edge("plan", "pay").add_edge("pay", "done")
+    g.add_interrupt_before("pay")
+    return g.compile(store, lease_seconds=LEASE_SECONDS)
