@@ -60,6 +60,11 @@ def _describe_status(run: RunRecord) -> str:
         if run.lease_owner:
             return f"running: worker {run.lease_owner} is executing {run.node!r}"
         return f"running: idle before {run.node!r} (step it with run.step() or run.run())"
+    if run.status == Status.QUEUED:
+        return (
+            "queued: waiting for a worker to claim it "
+            "(agentnb worker --db PATH --workflow MODULE:ATTR)"
+        )
     if run.status == Status.FAILED and run.error:
         return f"failed: {run.error.get('type')}: {run.error.get('message')}"
     return str(run.status)
@@ -396,7 +401,8 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         action="append",
         metavar="MODULE:ATTR",
-        help="a StateGraph, Workflow or build(store) function; repeat for several",
+        help="a StateGraph, Workflow, build(store) function or Statechart (its timers); "
+        "repeat for several",
     )
     worker.add_argument("--concurrency", type=int, default=16, help="runs driven at once")
     worker.add_argument(
@@ -414,16 +420,19 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.errors import DefinitionError
     from agentnb.graph.worker import Worker, load_workflow
+    from agentnb.graph.workflow import Workflow
 
     if args.concurrency < 1:
         raise _UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
     with SqliteCheckpointer(args.db) as store:
         try:
-            workflows = [load_workflow(target, store) for target in args.workflow]
-            worker = Worker(*workflows, concurrency=args.concurrency)
+            loaded = [load_workflow(target, store) for target in args.workflow]
+            workflows = [w for w in loaded if isinstance(w, Workflow)]
+            charts = [c for c in loaded if not isinstance(c, Workflow)]
+            worker = Worker(*workflows, machines=charts, store=store, concurrency=args.concurrency)
         except DefinitionError as exc:
             raise _UsageError(str(exc)) from None
-        names = ", ".join(worker.workflows)
+        names = ", ".join([*worker.workflows, *worker.machines])
         out.write(
             f"worker {worker.owner}: {names} on {args.db}, {args.concurrency} at once "
             f"({'until idle' if args.until_idle else 'SIGTERM or Ctrl-C stops it'})\n"

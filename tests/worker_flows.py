@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentnb import Checkpointer, NodeContext, StateGraph, Workflow
+from agentnb import Checkpointer, NodeContext, State, Statechart, StateGraph, Workflow
 
 LEASE_SECONDS = 1.5
 """Short, so a killed worker's runs are taken over quickly."""
@@ -58,3 +58,10 @@ def approval(store: Checkpointer) -> Workflow:
     g.set_entry_point("plan").add_edge("plan", "pay").add_edge("pay", "done")
     g.add_interrupt_before("pay")
     return g.compile(store, lease_seconds=LEASE_SECONDS)
+
+
+light = Statechart(
+    "light",
+    [State("on", after={5: "off"}, on={"toggle": "off"}), State("off", on={"toggle": "on"})],
+)
+"""A statechart with a durable timer (``after`` 5 s): a worker fires it when due."""

@@ -99,6 +99,17 @@ class MemoryMachineStore:
         ]
         return sorted(found, key=lambda t: (t.fire_at, t.key))
 
+    def due(self, now: float) -> list[tuple[str, str, float]]:
+        """``(instance id, machine, earliest fire_at)`` of every instance with a timer due
+        at ``now``, earliest first (what a worker claims)."""
+        with self._lock:
+            found = [
+                (iid, self._snapshots[iid][0], min(t.fire_at for t, _ in pending.values()))
+                for iid, pending in self._timers.items()
+                if pending and min(t.fire_at for t, _ in pending.values()) <= now
+            ]
+        return sorted(found, key=lambda d: (d[2], d[0]))
+
     def _apply(self, instance_id: str, timers: TimerChange | None) -> None:
         if timers is None:
             return

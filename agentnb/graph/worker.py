@@ -6,7 +6,8 @@ of machines share one store without two driving a run), drives each as a task on
 loop — a node awaiting I/O lets the others run — and claims again as slots free up.
 Runnable work is what :mod:`agentnb.store.claims` says: runs queued by
 ``workflow.submit``, runs approved or answered by a person anywhere (a panel, the CLI,
-another kernel), runs whose worker died (their lease expired).
+another kernel), runs whose worker died (their lease expired) — and, for the statecharts
+given as ``machines=``, instances whose durable timers are due.
 
 When a claim comes back short, the worker waits for the store's wake-up
 (:meth:`~agentnb.Checkpointer.await_work`: ``LISTEN``/``NOTIFY`` on PostgreSQL, the
@@ -31,6 +32,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,8 +43,10 @@ from agentnb.store.base import new_owner
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
+    from agentnb.fsm.chart import Statechart
     from agentnb.graph.workflow import Workflow
     from agentnb.store.base import Checkpointer
+    from agentnb.store.claims import TimerClaim
 
 __all__ = ["Worker", "WorkerStats", "load_workflow"]
 
@@ -66,6 +70,8 @@ class WorkerStats:
     """Runs another worker took over (this one's lease had expired): fenced out."""
     steps: int = 0
     """Supersteps committed."""
+    timers: int = 0
+    """Delayed events of state machines fired."""
 
 
 class Worker:
@@ -75,6 +81,8 @@ class Worker:
         *workflows: the workflows this worker has the code for (each by its name; they
             must share one checkpointer). Runs of other workflows, or of another shape of
             these, are never claimed.
+        machines: statecharts whose instances' due timers this worker fires (by name;
+            kept in the same checkpointer).
         concurrency: how many runs are driven at once on the event loop.
         poll_min, poll_max: the bounds, in seconds, of the wait between claims that came
             back empty (doubling from the one to the other), when the store cannot say
@@ -93,14 +101,17 @@ class Worker:
     def __init__(
         self,
         *workflows: Workflow,
+        machines: tuple[Statechart, ...] | list[Statechart] = (),
+        store: Checkpointer | None = None,
         concurrency: int = 16,
         poll_min: float = 0.02,
         poll_max: float = 1.0,
         owner: str | None = None,
     ) -> None:
-        if not workflows:
+        if not workflows and not (machines and store is not None):
             raise DefinitionError(
-                "a Worker needs at least one workflow", fix="Pass Worker(workflow, ...)."
+                "a Worker needs at least one workflow (or machines= and their store=)",
+                fix="Pass Worker(workflow, ...).",
             )
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise DefinitionError(
@@ -113,13 +124,13 @@ class Worker:
                 f"poll_min={poll_min!r}, poll_max={poll_max!r}: need 0 < poll_min <= poll_max",
                 culprit="poll_min",
             )
-        self.store: Checkpointer = workflows[0].checkpointer
+        self.store: Checkpointer = store if store is not None else workflows[0].checkpointer
         self.workflows: dict[str, Workflow] = {}
         for wf in workflows:
             if wf.checkpointer is not self.store:
                 raise DefinitionError(
                     f"workflow {wf.name!r} saves its runs in another checkpointer than "
-                    f"{workflows[0].name!r}",
+                    "the worker's",
                     culprit=wf.name,
                     fix="Compile every workflow of one Worker with the same checkpointer.",
                 )
@@ -131,11 +142,20 @@ class Worker:
                 )
             self.workflows[wf.name] = wf
         self.graphs = {name: wf.shape for name, wf in self.workflows.items()}
+        self.machines: dict[str, Statechart] = {}
+        for chart in machines:
+            if chart.name in self.machines:
+                raise DefinitionError(
+                    f"two machines named {chart.name!r}: a worker tells instances apart by name",
+                    culprit=chart.name,
+                )
+            self.machines[chart.name] = chart
         self.concurrency = concurrency
         self.poll_min, self.poll_max = float(poll_min), float(poll_max)
         self.owner = owner or new_owner()
-        self.lease_seconds = min(wf.lease_seconds for wf in workflows)
+        self.lease_seconds = min((wf.lease_seconds for wf in workflows), default=30.0)
         self._stats = WorkerStats()
+        self._counting = threading.Lock()
         self._stopping = False
         self._halt: asyncio.Event | None = None  # set on the loop by stop()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -151,9 +171,10 @@ class Worker:
         return self._stats
 
     def _count(self, **more: int) -> None:
-        self._stats = dataclasses.replace(
-            self._stats, **{k: getattr(self._stats, k) + v for k, v in more.items()}
-        )
+        with self._counting:  # timers are fired in threads
+            self._stats = dataclasses.replace(
+                self._stats, **{k: getattr(self._stats, k) + v for k, v in more.items()}
+            )
 
     # -- stopping ------------------------------------------------------------------------
 
@@ -190,25 +211,23 @@ class Worker:
             while not self._stopping:
                 free = self.concurrency - len(self._driving)
                 claimed: list[RunRecord] = []
+                timers: list[TimerClaim] = []
                 if free > 0:
-                    claimed = await asyncio.to_thread(
-                        self.store.claim,
-                        self.owner,
-                        self.graphs,
-                        limit=free,
-                        lease_seconds=self.lease_seconds,
-                    )
+                    claimed, timers = await asyncio.to_thread(self._claim, free)
                     for record in claimed:
                         self._start(record)
-                if until_idle and not claimed and not self._driving:
+                    for due in timers:
+                        self._fire(due)
+                got = len(claimed) + len(timers)
+                if until_idle and not got and not self._driving:
                     break
                 waiters: set[asyncio.Future[Any]] = {halted, *self._driving.values()}
-                if claimed:
+                if got:
                     wait = self.poll_min
-                if len(claimed) < free:  # nothing more to claim now: wait for news
+                if got < free:  # nothing more to claim now: wait for news
                     waiters.add(asyncio.ensure_future(self.store.await_work(self.owner, wait)))
                     wait = min(wait * 2, self.poll_max)
-                elif len(claimed) == free and free > 0:
+                elif got == free and free > 0:
                     continue  # maybe more work waiting; claim again as slots free up
                 done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 for extra in waiters - {halted, *self._driving.values()} - done:
@@ -227,8 +246,6 @@ class Worker:
         return run_sync(self.arun(until_idle=until_idle, signals=signals))
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[signal.Signals]:
-        import threading
-
         if threading.current_thread() is not threading.main_thread():
             return []
         installed = []
@@ -236,6 +253,39 @@ class Worker:
             loop.add_signal_handler(sig, self.stop)
             installed.append(sig)
         return installed
+
+    def _claim(self, free: int) -> tuple[list[RunRecord], list[TimerClaim]]:
+        """Worker thread: runs first, then due timers for the slots left."""
+        runs = (
+            self.store.claim(self.owner, self.graphs, limit=free, lease_seconds=self.lease_seconds)
+            if self.graphs
+            else []
+        )
+        left = free - len(runs)
+        timers = (
+            self.store.claim_timers(
+                self.owner, list(self.machines), limit=left, lease_seconds=self.lease_seconds
+            )
+            if self.machines and left > 0
+            else []
+        )
+        return runs, timers
+
+    def _fire(self, due: TimerClaim) -> None:
+        task = asyncio.ensure_future(asyncio.to_thread(self._fire_due, due))
+        key = f"timers:{due.instance_id}"
+        self._driving[key] = task
+        task.add_done_callback(lambda _: self._driving.pop(key, None))
+
+    def _fire_due(self, due: TimerClaim) -> None:
+        """Worker thread: fire the instance's due timers, each its own committed step."""
+        try:
+            instance = self.machines[due.machine].resume(due.instance_id, store=self.store)
+            self._count(timers=len(instance.run_due()))
+        except AgentnbError as exc:
+            log.warning("instance %s: %s: %s", due.instance_id, type(exc).__name__, exc)
+        finally:
+            self.store.release_timers(due.instance_id, self.owner)
 
     def _start(self, record: RunRecord) -> None:
         task = asyncio.ensure_future(self._drain(record))
@@ -311,16 +361,18 @@ class Worker:
 # -- the workflows a worker process loads -----------------------------------------------
 
 
-def load_workflow(target: str, store: Checkpointer) -> Workflow:
-    """``MODULE:ATTR`` -> a workflow bound to ``store``.
+def load_workflow(target: str, store: Checkpointer) -> Workflow | Statechart:
+    """``MODULE:ATTR`` -> a workflow bound to ``store``, or a statechart.
 
     ``ATTR`` is a :class:`~agentnb.StateGraph` (compiled with ``store``), a compiled
-    :class:`~agentnb.Workflow` (rebound to ``store``, its settings kept), or a callable
-    ``build(store) -> Workflow``. The current directory is importable, as for ``python -m``.
+    :class:`~agentnb.Workflow` (rebound to ``store``, its settings kept), a callable
+    ``build(store) -> Workflow``, or a :class:`~agentnb.Statechart` (a worker fires its
+    instances' due timers). The current directory is importable, as for ``python -m``.
 
     Raises:
         DefinitionError: the target cannot be imported or is none of those.
     """
+    from agentnb.fsm.chart import Statechart
     from agentnb.graph.builder import StateGraph
     from agentnb.graph.workflow import Workflow
 
@@ -351,6 +403,8 @@ def load_workflow(target: str, store: Checkpointer) -> Workflow:
                 fix="Name a StateGraph, a Workflow or a build(store) function in it.",
             )
         obj = getattr(obj, name)
+    if isinstance(obj, Statechart):
+        return obj
     if isinstance(obj, StateGraph):
         return obj.compile(store)
     if isinstance(obj, Workflow):
@@ -360,7 +414,7 @@ def load_workflow(target: str, store: Checkpointer) -> Workflow:
         if isinstance(built, Workflow):
             return built if built.checkpointer is store else _rebound(built, store)
     raise DefinitionError(
-        f"{target!r} is not a StateGraph, a Workflow or a build(store) -> Workflow",
+        f"{target!r} is not a StateGraph, a Workflow, a build(store) -> Workflow or a Statechart",
         culprit=target,
         fix="Point --workflow at the graph, e.g. --workflow flows.refund:graph.",
     )

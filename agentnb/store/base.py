@@ -59,6 +59,7 @@ from agentnb.store.records import (
 if TYPE_CHECKING:
     import datetime
 
+    from agentnb.store.claims import TimerClaim
     from agentnb.store.history import CheckpointInfo
     from agentnb.store.retention import Pruned
 
@@ -318,6 +319,25 @@ class Checkpointer(ABC):
         """Put a ``running`` run nobody holds back to ``queued`` if ``fence`` is still its
         latest; True if it was. A worker that stops between steps calls it after releasing
         the lease, so another worker claims the run at once."""
+
+    @abstractmethod
+    def claim_timers(
+        self,
+        owner: str,
+        machines: Sequence[str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        now: float | None = None,
+    ) -> list[TimerClaim]:
+        """Lease up to ``limit`` instances of ``machines`` (by name) with a timer due at
+        ``now`` (default: the time), whose lease is free or expired; earliest due first.
+        The caller fires them (``chart.resume(id, store=...).run_due()``), then
+        :meth:`release_timers`."""
+
+    @abstractmethod
+    def release_timers(self, instance_id: str, owner: str) -> None:
+        """Give up ``owner``'s lease on the instance (a no-op if another holds it)."""
 
     async def await_work(self, owner: str, timeout: float) -> None:
         """Wait at most ``timeout`` seconds for a sign that work may be claimable.

@@ -21,16 +21,28 @@ take it from them. A worker that stops between steps puts its runs back to ``que
 with :meth:`~agentnb.Checkpointer.requeue`, so they are claimable again at once.
 
 Claims are oldest first (by the time of the run's last status change), so a busy queue is
-served in order.
+served in order. On PostgreSQL the claim is one statement::
+
+    WITH c AS (SELECT run_id FROM runs WHERE <graphs> AND <claimable>
+               ORDER BY status_at, run_id LIMIT %s FOR UPDATE SKIP LOCKED)
+    UPDATE runs r SET lease_owner = %s, lease_expires = %s, fence = r.fence + 1
+    FROM c WHERE r.run_id = c.run_id RETURNING r.run_id
+
+State-machine instances are claimed the same way when one of their durable timers is due
+(:meth:`~agentnb.Checkpointer.claim_timers`): a lease per instance, so one worker fires
+them while the others skip it. The fence of a machine write is its ``seq`` (a step based
+on a stale read is refused, :class:`~agentnb.errors.InstanceConflict`) and a timer's
+firing has a unique event id, so a worker whose lease ran out can never fire a timer twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from agentnb.store.records import RunRecord, Status
 
-__all__ = ["RESUMABLE", "WAITING", "claimable", "graph_filter"]
+__all__ = ["RESUMABLE", "WAITING", "TimerClaim", "claimable", "graph_filter"]
 
 WAITING = (Status.QUEUED, Status.APPROVED)
 """Statuses a free run is claimed in at once."""
@@ -61,3 +73,15 @@ def graph_filter(graphs: Mapping[str, str]) -> tuple[str, list[str]]:
     condition = " OR ".join("(graph = ? AND shape = ?)" for _ in graphs)
     params = [v for name, shape in sorted(graphs.items()) for v in (name, shape)]
     return f"({condition})", params
+
+
+@dataclass(frozen=True, slots=True)
+class TimerClaim:
+    """A state-machine instance with a due timer, leased to ``owner`` until ``expires``."""
+
+    instance_id: str
+    machine: str
+    fire_at: float
+    """When its earliest due timer was due."""
+    owner: str
+    expires: float

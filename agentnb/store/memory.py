@@ -43,7 +43,7 @@ from agentnb.store.base import (
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store.claims import WAITING, claimable
+from agentnb.store.claims import WAITING, TimerClaim, claimable
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.policy import (
     ApproverPolicy,
@@ -100,6 +100,7 @@ class MemoryCheckpointer(Checkpointer):
         self._machines: MemoryMachineStore | None = None
         self._work = Wakeup()  # set by writes that may make a run claimable
         self._claimed_at: dict[str, int] = {}  # owner -> the wake-up generation it last saw
+        self._timer_leases: dict[str, tuple[str, float]] = {}  # instance -> (owner, expires)
 
     def __repr__(self) -> str:
         return f"<MemoryCheckpointer: {len(self._runs)} runs>"
@@ -288,6 +289,37 @@ class MemoryCheckpointer(Checkpointer):
             )
         self._work.set()
         return True
+
+    def claim_timers(
+        self,
+        owner: str,
+        machines: Sequence[str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = 30.0,
+        now: float | None = None,
+    ) -> list[TimerClaim]:
+        moment = time.time() if now is None else now
+        with self._lock:
+            self._check_open()
+            self._claimed_at[owner] = self._work.generation
+            leased = time.time()
+            claims: list[TimerClaim] = []
+            for iid, machine, fire_at in self.machines.due(moment):
+                held = self._timer_leases.get(iid)
+                if machine not in machines or (held is not None and held[1] > leased):
+                    continue
+                if len(claims) >= limit:
+                    break
+                self._timer_leases[iid] = (owner, leased + lease_seconds)
+                claims.append(TimerClaim(iid, machine, fire_at, owner, leased + lease_seconds))
+            return claims
+
+    def release_timers(self, instance_id: str, owner: str) -> None:
+        with self._lock:
+            held = self._timer_leases.get(instance_id)
+            if held is not None and held[0] == owner:
+                del self._timer_leases[instance_id]
 
     async def await_work(self, owner: str, timeout: float) -> None:
         await self._work.wait(timeout, after=self._claimed_at.get(owner, 0))

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
 from agentnb.store import sqlite_claims, sqlite_decisions, sqlite_retention
+from agentnb.store.claims import TimerClaim
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.policy import (
@@ -490,6 +491,24 @@ class SqliteCheckpointer(Checkpointer):
     def requeue(self, run_id: str, fence: int) -> bool:
         with self._write() as db:
             return sqlite_claims.requeue(db, run_id, fence)
+
+    def claim_timers(
+        self,
+        owner: str,
+        machines: Sequence[str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        now: float | None = None,
+    ) -> list[TimerClaim]:
+        with self._write() as db:
+            return sqlite_claims.claim_timers(
+                db, owner, machines, limit=limit, lease_seconds=lease_seconds, now=now
+            )
+
+    def release_timers(self, instance_id: str, owner: str) -> None:
+        with self._write() as db:
+            sqlite_claims.release_timers(db, instance_id, owner)
 
     # -- decisions -----------------------------------------------------------------------
 

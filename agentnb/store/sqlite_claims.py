@@ -12,12 +12,12 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 
-from agentnb.store.claims import graph_filter
+from agentnb.store.claims import TimerClaim, graph_filter
 from agentnb.store.records import RunRecord
 from agentnb.store.sqlite_rows import RUN_SELECT
 from agentnb.store.sqlite_rows import run as run_row
 
-__all__ = ["claim", "requeue"]
+__all__ = ["claim", "claim_timers", "release_timers", "requeue"]
 
 _CLAIMABLE = (
     "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
@@ -67,3 +67,50 @@ def requeue(db: sqlite3.Connection, run_id: str, fence: int) -> bool:
         (time.time(), run_id, fence),
     ).rowcount
     return bool(changed)
+
+
+def claim_timers(
+    db: sqlite3.Connection,
+    owner: str,
+    machines: Sequence[str],
+    *,
+    limit: int,
+    lease_seconds: float,
+    now: float | None,
+) -> list[TimerClaim]:
+    """Lease instances with a due timer inside the caller's write transaction."""
+    if limit < 1 or not machines:
+        return []
+    leased = time.time()
+    moment = leased if now is None else now
+    marks = ", ".join("?" for _ in machines)
+    claimed = db.execute(
+        "INSERT INTO machine_leases (instance_id, owner, expires) "
+        "SELECT d.instance_id, ?, ? FROM (SELECT t.instance_id, min(t.fire_at) AS due "
+        "FROM machine_timers t JOIN machine_instances i ON i.instance_id = t.instance_id "
+        f"WHERE i.machine IN ({marks}) GROUP BY t.instance_id HAVING min(t.fire_at) <= ?) d "
+        "WHERE NOT EXISTS (SELECT 1 FROM machine_leases l WHERE l.instance_id = d.instance_id "
+        "AND l.expires > ?) ORDER BY d.due, d.instance_id LIMIT ? "
+        "ON CONFLICT (instance_id) DO UPDATE SET owner = excluded.owner, "
+        "expires = excluded.expires RETURNING instance_id",
+        (owner, leased + lease_seconds, *machines, moment, leased, limit),
+    ).fetchall()
+    if not claimed:
+        return []
+    ids = [r[0] for r in claimed]
+    rows = db.execute(
+        "SELECT i.instance_id, i.machine, min(t.fire_at) FROM machine_instances i "
+        "JOIN machine_timers t ON t.instance_id = i.instance_id "
+        f"WHERE i.instance_id IN ({', '.join('?' for _ in ids)}) "
+        "GROUP BY i.instance_id ORDER BY min(t.fire_at), i.instance_id",
+        ids,
+    ).fetchall()
+    return [
+        TimerClaim(iid, machine, due, owner, leased + lease_seconds) for iid, machine, due in rows
+    ]
+
+
+def release_timers(db: sqlite3.Connection, instance_id: str, owner: str) -> None:
+    db.execute(
+        "DELETE FROM machine_leases WHERE instance_id = ? AND owner = ?", (instance_id, owner)
+    )

@@ -27,6 +27,8 @@ from agentnb import (
     Workflow,
 )
 from agentnb.examples import build_refund_workflow
+from agentnb.fsm.chart import State, Statechart
+from agentnb.fsm.timers import ManualClock
 
 
 class Gauge:
@@ -226,3 +228,49 @@ def test_a_worker_refuses_workflows_it_cannot_tell_apart(tmp_path: Path) -> None
     with pytest.raises(DefinitionError, match="at least one workflow"):
         Worker()
     store.close()
+
+
+def test_a_worker_fires_the_due_timers_of_its_machines_instances(store: Checkpointer) -> None:
+    chart = Statechart(
+        "light",
+        [State("on", after={5: "off"}, on={"toggle": "off"}), State("off", on={"toggle": "on"})],
+    )
+    for name in ("kitchen", "hall"):
+        chart.start(name, store=store, clock=ManualClock(0))  # due at 5.0: long past
+    later = chart.start("porch", store=store)  # due in 5 s of wall time: not yet
+    stats = Worker(machines=[chart], store=store).run(until_idle=True)
+    assert stats.timers == 2
+    for name in ("kitchen", "hall"):
+        assert chart.resume(name, store=store).state == "off"
+    assert later.state == "on"
+    assert [t.event for t in later.timers()] == ["after.on.0"]
+
+
+def test_acontinue_drives_an_approved_run_and_leaves_one_another_worker_holds(
+    store: Checkpointer,
+) -> None:
+    refunds: list[int] = []
+    wf = build_refund_workflow(store, refunds)
+    mine, theirs = wf.start({"requested": 1000}), wf.start({"requested": 1000})
+    for run in (mine, theirs):
+        run.run()
+        run.approve(by="ada")
+    [held] = store.claim("another-worker", wf_graphs(wf), run_ids=[theirs.run_id])
+
+    async def follow(run_id: str) -> list[str]:
+        return [e.type async for e in Worker(wf).acontinue(run_id)]
+
+    assert "completed" in asyncio.run(follow(mine.run_id))
+    assert mine.status == Status.COMPLETED
+    assert asyncio.run(follow(theirs.run_id)) == []  # claimed elsewhere: not driven here
+    record = theirs.record
+    assert (record.status, record.lease_owner, record.fence) == (
+        Status.APPROVED,
+        "another-worker",
+        held.fence,
+    )
+    assert len(refunds) == 1
+
+
+def wf_graphs(wf: Workflow) -> dict[str, str]:
+    return {wf.name: wf.shape}

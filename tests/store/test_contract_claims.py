@@ -13,6 +13,8 @@ import pytest
 
 from agentnb import Checkpointer, RunBusy, Status
 from agentnb.errors import LeaseLost
+from agentnb.fsm.chart import State, Statechart
+from agentnb.fsm.timers import ManualClock
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
 from agentnb.store.records import Event, RunRecord
 
@@ -182,3 +184,42 @@ def test_await_work_returns_within_its_timeout(store: Checkpointer) -> None:
         await asyncio.wait_for(store.await_work(new_owner(), 0.01), timeout=5)
 
     asyncio.run(wait())
+
+
+def light() -> Statechart:
+    return Statechart(
+        "light",
+        [State("on", after={5: "off"}, on={"toggle": "off"}), State("off", on={"toggle": "on"})],
+    )
+
+
+def test_an_instance_with_a_due_timer_is_leased_to_one_worker_until_released(
+    store: Checkpointer,
+) -> None:
+    light().start("lamp", store=store, clock=ManualClock(0))  # its timer is due at 5.0
+    first, second = new_owner(), new_owner()
+    assert store.claim_timers(first, ["light"], now=4.0) == []  # not due yet
+    assert store.claim_timers(first, ["dark"]) == []  # another machine's instances only
+    [claim] = store.claim_timers(first, ["light"], lease_seconds=30)
+    assert (claim.instance_id, claim.machine, claim.fire_at, claim.owner) == (
+        "lamp",
+        "light",
+        5.0,
+        first,
+    )
+    assert store.claim_timers(second, ["light"]) == []
+    store.release_timers("lamp", second)  # not its lease: nothing changes
+    assert store.claim_timers(second, ["light"]) == []
+    store.release_timers("lamp", first)
+    assert [c.owner for c in store.claim_timers(second, ["light"])] == [second]
+
+
+def test_a_timer_lease_that_expired_is_claimed_by_another_worker(store: Checkpointer) -> None:
+    for name in ("a", "b"):
+        light().start(name, store=store, clock=ManualClock(0))
+    assert len(store.claim_timers("gone", ["light"], limit=5, lease_seconds=0.05)) == 2
+    deadline = time.monotonic() + 5
+    taken: list[str] = []
+    while len(taken) < 2 and time.monotonic() < deadline:
+        taken += [c.instance_id for c in store.claim_timers("heir", ["light"], limit=5)]
+    assert sorted(taken) == ["a", "b"]
