@@ -160,6 +160,7 @@ class Worker:
         self._halt: asyncio.Event | None = None  # set on the loop by stop()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._driving: dict[str, asyncio.Task[None]] = {}
+        self._continuing: set[str] = set()  # runs acontinue() drives
 
     def __repr__(self) -> str:
         names = ", ".join(self.workflows)
@@ -207,6 +208,7 @@ class Worker:
         installed = self._install_signals(loop) if signals else []
         wait = self.poll_min
         halted = asyncio.ensure_future(self._halt.wait())
+        beating = asyncio.ensure_future(self._heartbeat())
         try:
             while not self._stopping:
                 free = self.concurrency - len(self._driving)
@@ -236,6 +238,7 @@ class Worker:
             halted.cancel()
             if self._driving:
                 await asyncio.gather(*self._driving.values(), return_exceptions=True)
+            beating.cancel()
             for sig in installed:
                 loop.remove_signal_handler(sig)
             self._loop = self._halt = None
@@ -253,6 +256,20 @@ class Worker:
             loop.add_signal_handler(sig, self.stop)
             installed.append(sig)
         return installed
+
+    async def _heartbeat(self) -> None:
+        """Renew the leases of the runs being driven every third of a lease: a node may
+        run longer than the lease, and only a worker that stopped (or hangs) loses them."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            held = [k for k in [*self._driving, *self._continuing] if not k.startswith("timers:")]
+            if held:
+                try:
+                    await asyncio.to_thread(
+                        self.store.renew, self.owner, held, lease_seconds=self.lease_seconds
+                    )
+                except AgentnbError as exc:  # the next beat tries again; the lease is the limit
+                    log.warning("renewing leases: %s: %s", type(exc).__name__, exc)
 
     def _claim(self, free: int) -> tuple[list[RunRecord], list[TimerClaim]]:
         """Worker thread: runs first, then due timers for the slots left."""
@@ -288,6 +305,12 @@ class Worker:
             self.store.release_timers(due.instance_id, self.owner)
 
     def _start(self, record: RunRecord) -> None:
+        if record.run_id in self._driving:
+            # Its lease ran out under this very worker (the loop was blocked past the
+            # heartbeat) and the claim took it again: the drive in flight is fenced out at
+            # its next write; never drive one run twice in one process.
+            log.warning("run %s: lease expired while this worker drove it", record.run_id)
+            return
         task = asyncio.ensure_future(self._drain(record))
         self._driving[record.run_id] = task
         task.add_done_callback(lambda _: self._driving.pop(record.run_id, None))
@@ -310,9 +333,17 @@ class Worker:
             lease_seconds=self.lease_seconds,
             run_ids=[run_id],
         )
-        for record in claimed:
-            async for event in self._drive(record):
+        if not claimed:
+            return
+        self._continuing.add(run_id)
+        beating = asyncio.ensure_future(self._heartbeat()) if self._loop is None else None
+        try:
+            async for event in self._drive(claimed[0]):
                 yield event
+        finally:
+            self._continuing.discard(run_id)
+            if beating is not None:
+                beating.cancel()
 
     async def _drive(self, record: RunRecord) -> AsyncIterator[Event]:
         """Drive a claimed run until it pauses, ends, or the worker stops; then make sure

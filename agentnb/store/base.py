@@ -315,6 +315,14 @@ class Checkpointer(ABC):
         """
 
     @abstractmethod
+    def renew(
+        self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> list[str]:
+        """Extend ``owner``'s leases on ``run_ids`` to ``lease_seconds`` from now, in one
+        write; returns the ids it still held. A worker's heartbeat: a node may run longer
+        than the lease, and only a worker that stopped beating loses its runs."""
+
+    @abstractmethod
     def requeue(self, run_id: str, fence: int) -> bool:
         """Put a ``running`` run nobody holds back to ``queued`` if ``fence`` is still its
         latest; True if it was. A worker that stops between steps calls it after releasing

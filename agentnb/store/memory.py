@@ -279,6 +279,20 @@ class MemoryCheckpointer(Checkpointer):
                 claimed.append(run)
             return claimed
 
+    def renew(
+        self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = 30.0
+    ) -> list[str]:
+        with self._lock:
+            self._check_open()
+            until = time.time() + lease_seconds
+            held = []
+            for run_id in run_ids:
+                run = self._runs.get(run_id)
+                if run is not None and run.lease_owner == owner:
+                    self._runs[run_id] = dataclasses.replace(run, lease_expires=until)
+                    held.append(run_id)
+            return held
+
     def requeue(self, run_id: str, fence: int) -> bool:
         with self._lock:
             run = self._get(run_id)

@@ -488,6 +488,12 @@ class SqliteCheckpointer(Checkpointer):
                 db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
             )
 
+    def renew(
+        self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> list[str]:
+        with self._write() as db:
+            return sqlite_claims.renew(db, owner, run_ids, lease_seconds)
+
     def requeue(self, run_id: str, fence: int) -> bool:
         with self._write() as db:
             return sqlite_claims.requeue(db, run_id, fence)

@@ -17,7 +17,7 @@ from agentnb.store.records import RunRecord
 from agentnb.store.sqlite_rows import RUN_SELECT
 from agentnb.store.sqlite_rows import run as run_row
 
-__all__ = ["claim", "claim_timers", "release_timers", "requeue"]
+__all__ = ["claim", "claim_timers", "release_timers", "renew", "requeue"]
 
 _CLAIMABLE = (
     "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
@@ -57,6 +57,20 @@ def claim(
         ids,
     ).fetchall()
     return [run_row(r) for r in rows]
+
+
+def renew(
+    db: sqlite3.Connection, owner: str, run_ids: Sequence[str], lease_seconds: float
+) -> list[str]:
+    """Extend ``owner``'s leases on ``run_ids``; the ids it still held."""
+    if not run_ids:
+        return []
+    rows = db.execute(
+        "UPDATE runs SET lease_expires = ? WHERE lease_owner = ? "
+        f"AND run_id IN ({', '.join('?' for _ in run_ids)}) RETURNING run_id",
+        (time.time() + lease_seconds, owner, *run_ids),
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def requeue(db: sqlite3.Connection, run_id: str, fence: int) -> bool:

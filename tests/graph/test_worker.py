@@ -274,3 +274,23 @@ def test_acontinue_drives_an_approved_run_and_leaves_one_another_worker_holds(
 
 def wf_graphs(wf: Workflow) -> dict[str, str]:
     return {wf.name: wf.shape}
+
+
+def test_a_node_longer_than_the_lease_keeps_its_run_the_worker_renews_it(
+    store: Checkpointer,
+) -> None:
+    stolen: list[list[str]] = []
+
+    async def long_node(state: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(1.0)  # more than three leases of 0.3 s
+        taken = await asyncio.to_thread(store.claim, "thief", {wf.name: wf.shape})
+        stolen.append([r.run_id for r in taken])
+        return {"done": True}
+
+    g = StateGraph("long").add_node("a", long_node)
+    wf = g.set_entry_point("a").compile(store, lease_seconds=0.3)
+    run = wf.submit()
+    stats = Worker(wf).run(until_idle=True)
+    assert stolen == [[]]  # the lease was live all along
+    assert (stats.completed, stats.lost) == (1, 0)
+    assert run.status == Status.COMPLETED

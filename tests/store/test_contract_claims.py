@@ -223,3 +223,14 @@ def test_a_timer_lease_that_expired_is_claimed_by_another_worker(store: Checkpoi
     while len(taken) < 2 and time.monotonic() < deadline:
         taken += [c.instance_id for c in store.claim_timers("heir", ["light"], limit=5)]
     assert sorted(taken) == ["a", "b"]
+
+
+def test_renew_extends_only_the_owners_leases(store: Checkpointer) -> None:
+    submitted(store, "mine")
+    submitted(store, "theirs")
+    [claimed] = store.claim("me", GRAPHS, run_ids=["mine"], lease_seconds=1)
+    store.claim("them", GRAPHS, run_ids=["theirs"], lease_seconds=1)
+    assert store.renew("me", ["mine", "theirs", "unknown"], lease_seconds=60) == ["mine"]
+    assert (store.get_run("mine").lease_expires or 0) > (claimed.lease_expires or 0) + 30
+    assert (store.get_run("theirs").lease_expires or 0) < time.time() + 2
+    assert store.renew("me", []) == []
