@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -419,7 +420,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.errors import DefinitionError
-    from agentnb.graph.worker import Worker, load_workflow
+    from agentnb.graph.targets import load_workflow
+    from agentnb.graph.worker import Worker
     from agentnb.graph.workflow import Workflow
 
     if args.concurrency < 1:
@@ -438,7 +440,16 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             f"({'until idle' if args.until_idle else 'SIGTERM or Ctrl-C stops it'})\n"
         )
         out.flush()
-        stats = worker.run(until_idle=args.until_idle, signals=True)
+        # What the worker notices (a failed run, a lease lost, stopping) goes to stderr.
+        logger = logging.getLogger("agentnb.worker")
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            stats = worker.run(until_idle=args.until_idle, signals=True)
+        finally:
+            logger.removeHandler(handler)
     out.write(
         f"stopped: {stats.claimed} claimed, {stats.completed} completed, {stats.paused} "
         f"paused, {stats.failed} failed, {stats.requeued} requeued, {stats.lost} lost\n"

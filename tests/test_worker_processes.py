@@ -126,7 +126,11 @@ def test_sigterm_finishes_the_step_in_flight_gives_the_run_back_and_exits_0(
         proc = worker(tmp_path, "counted", AGENTNB_MARKER=str(marker), AGENTNB_RELEASE=str(release))
         until(marker.exists)
         proc.send_signal(signal.SIGTERM)
-        # The node holds its step until released: the signal must not cut it off.
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the worker says it is stopping (EOF would fail below)
+            if "stopping" in line:
+                break
+        # The node holds its step until released: the signal did not cut it off.
         assert proc.poll() is None
         release.write_text("go")
         out = finished(proc, timeout=60)

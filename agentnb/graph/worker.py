@@ -27,18 +27,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import importlib
 import logging
-import os
 import signal
-import sys
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
-from agentnb.errors import AgentnbError, DefinitionError, LeaseLost
+from agentnb.errors import AgentnbError, DefinitionError, LeaseLost, StoreError
 from agentnb.store.base import new_owner
 from agentnb.store.records import Event, RunRecord, Status
 
@@ -48,7 +45,7 @@ if TYPE_CHECKING:
     from agentnb.store.base import Checkpointer
     from agentnb.store.claims import TimerClaim
 
-__all__ = ["Worker", "WorkerStats", "load_workflow"]
+__all__ = ["Worker", "WorkerStats"]
 
 log = logging.getLogger("agentnb.worker")
 
@@ -83,6 +80,7 @@ class Worker:
             these, are never claimed.
         machines: statecharts whose instances' due timers this worker fires (by name;
             kept in the same checkpointer).
+        store: the checkpointer, when no workflow names it (a worker for machines only).
         concurrency: how many runs are driven at once on the event loop.
         poll_min, poll_max: the bounds, in seconds, of the wait between claims that came
             back empty (doubling from the one to the other), when the store cannot say
@@ -183,6 +181,8 @@ class Worker:
         """Stop gracefully, from any thread or a signal handler: claim nothing more; each
         run finishes its superstep in flight, gives its lease back and goes back to the
         queue. :meth:`arun` returns once they have."""
+        if not self._stopping:
+            log.info("stopping: no new claims; the steps in flight finish, then go back")
         self._stopping = True
         loop, halt = self._loop, self._halt
         if loop is not None and halt is not None:
@@ -215,7 +215,10 @@ class Worker:
                 claimed: list[RunRecord] = []
                 timers: list[TimerClaim] = []
                 if free > 0:
-                    claimed, timers = await asyncio.to_thread(self._claim, free)
+                    try:
+                        claimed, timers = await asyncio.to_thread(self._claim, free)
+                    except StoreError as exc:  # e.g. locked past busy_timeout: back off
+                        log.warning("claiming: %s", exc)
                     for record in claimed:
                         self._start(record)
                     for due in timers:
@@ -366,7 +369,10 @@ class Worker:
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
         except Exception as exc:  # a node's own exception, recorded failed by the driver
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
-        await asyncio.to_thread(self._settle, run_id, record.fence)
+        try:
+            await asyncio.to_thread(self._settle, run_id, record.fence)
+        except AgentnbError as exc:  # deleted meanwhile, or the store is gone
+            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
 
     def _settle(self, run_id: str, claimed_fence: int) -> None:
         final = self.store.get_run(run_id)
@@ -387,79 +393,3 @@ class Worker:
             and self.store.requeue(run_id, final.fence)
         ):
             self._count(requeued=1)
-
-
-# -- the workflows a worker process loads -----------------------------------------------
-
-
-def load_workflow(target: str, store: Checkpointer) -> Workflow | Statechart:
-    """``MODULE:ATTR`` -> a workflow bound to ``store``, or a statechart.
-
-    ``ATTR`` is a :class:`~agentnb.StateGraph` (compiled with ``store``), a compiled
-    :class:`~agentnb.Workflow` (rebound to ``store``, its settings kept), a callable
-    ``build(store) -> Workflow``, or a :class:`~agentnb.Statechart` (a worker fires its
-    instances' due timers). The current directory is importable, as for ``python -m``.
-
-    Raises:
-        DefinitionError: the target cannot be imported or is none of those.
-    """
-    from agentnb.fsm.chart import Statechart
-    from agentnb.graph.builder import StateGraph
-    from agentnb.graph.workflow import Workflow
-
-    module_name, sep, attr = target.partition(":")
-    names = [*module_name.split("."), *attr.split(".")]
-    if not sep or not all(n.isidentifier() for n in names):
-        raise DefinitionError(
-            f"--workflow must look like MODULE:ATTR, not {target!r}",
-            culprit=target,
-            fix="Name the module and the graph in it, e.g. --workflow flows.refund:graph.",
-        )
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise DefinitionError(
-            f"cannot import {module_name!r}: {exc}",
-            culprit=target,
-            fix=f"Run the worker where {module_name} is importable (looked in {cwd}).",
-        ) from None
-    for name in attr.split("."):
-        if not hasattr(obj, name):
-            raise DefinitionError(
-                f"{module_name!r} has no attribute {attr!r}",
-                culprit=target,
-                fix="Name a StateGraph, a Workflow or a build(store) function in it.",
-            )
-        obj = getattr(obj, name)
-    if isinstance(obj, Statechart):
-        return obj
-    if isinstance(obj, StateGraph):
-        return obj.compile(store)
-    if isinstance(obj, Workflow):
-        return _rebound(obj, store)
-    if callable(obj):
-        built = obj(store)
-        if isinstance(built, Workflow):
-            return built if built.checkpointer is store else _rebound(built, store)
-    raise DefinitionError(
-        f"{target!r} is not a StateGraph, a Workflow, a build(store) -> Workflow or a Statechart",
-        culprit=target,
-        fix="Point --workflow at the graph, e.g. --workflow flows.refund:graph.",
-    )
-
-
-def _rebound(wf: Workflow, store: Checkpointer) -> Workflow:
-    from agentnb.graph.workflow import Workflow
-
-    return Workflow(
-        wf.graph,
-        store,
-        max_steps=wf.max_steps,
-        lease_seconds=wf.lease_seconds,
-        max_concurrency=wf.max_concurrency,
-        keep_streams=wf.keep_streams,
-        identity=wf._identity,
-    )
