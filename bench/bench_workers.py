@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -53,8 +54,11 @@ def open_store(db: str) -> Checkpointer:
     return SqliteCheckpointer(db)
 
 
-def one_count(db: str, workers: int, runs: int, concurrency: int, node_ms: float) -> float:
-    """Seconds ``workers`` processes take to drain ``runs`` queued runs."""
+def one_count(
+    db: str, workers: int, runs: int, concurrency: int, node_ms: float
+) -> tuple[float, float]:
+    """Seconds ``workers`` processes take to drain ``runs`` queued runs, and the CPU
+    seconds they used per run (user + system)."""
     with open_store(db) as store:
         for record in store.list_runs():
             store.delete_run(record.run_id, include_audit=True)
@@ -65,6 +69,7 @@ def one_count(db: str, workers: int, runs: int, concurrency: int, node_ms: float
         env["AGENTNB_BENCH_NODE_MS"] = str(node_ms)
         command = [sys.executable, "-m", "agentnb", "worker", "--db", db, "--until-idle"]
         command += ["--workflow", "bench_workers:build", "--concurrency", str(concurrency)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         procs = [
             subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             for _ in range(workers)
@@ -73,6 +78,8 @@ def one_count(db: str, workers: int, runs: int, concurrency: int, node_ms: float
             _, err = proc.communicate(timeout=3600)
             if proc.returncode != 0:
                 raise SystemExit(f"a worker failed: {err.decode()}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         first = last = None
         done = 0
         for record in store.list_runs():
@@ -86,7 +93,7 @@ def one_count(db: str, workers: int, runs: int, concurrency: int, node_ms: float
         if done != runs or first is None or last is None:
             raise SystemExit(f"{done} of {runs} runs completed")
         # The first commit lands one node after the first claim: count that node too.
-        return last - first + node_ms / 1000
+        return last - first + node_ms / 1000, cpu / runs
 
 
 def main() -> None:
@@ -102,19 +109,27 @@ def main() -> None:
         f"{args.runs} runs x 2 nodes awaiting {args.node_ms:g} ms; each worker drives "
         f"{args.concurrency} at once; {os.cpu_count()} CPUs"
     )
-    print(f"{'workers':>7} {'seconds':>8} {'runs/s':>8} {'speed-up':>9} {'vs linear':>10}")
+    print(
+        f"{'workers':>7} {'seconds':>8} {'runs/s':>8} {'speed-up':>9} {'vs linear':>10} "
+        f"{'CPU ms/run':>11} {'CPU-bound cap':>14}"
+    )
     one: float | None = None  # runs/s of one worker (the first count, scaled to one)
     with tempfile.TemporaryDirectory() as tmp:
         for n in counts:
             db = args.db or str(Path(tmp) / f"workers-{n}.sqlite3")
-            seconds = one_count(db, n, args.runs, args.concurrency, args.node_ms)
+            seconds, cpu = one_count(db, n, args.runs, args.concurrency, args.node_ms)
             rate = args.runs / seconds
             one = one if one is not None else rate / n
             speedup = rate / one
-            print(f"{n:>7} {seconds:>8.2f} {rate:>8.0f} {speedup:>8.2f}x {speedup / n:>9.2f}x")
+            cap = (os.cpu_count() or 1) / cpu  # runs/s if the workers had every core
+            print(
+                f"{n:>7} {seconds:>8.2f} {rate:>8.0f} {speedup:>8.2f}x {speedup / n:>9.2f}x "
+                f"{cpu * 1000:>11.2f} {cap:>14.0f}"
+            )
     print(
-        "vs linear = speed-up / workers; measured on this machine in this run "
-        "(shared cores cap it once the store or the CPUs are the bottleneck)"
+        "vs linear = speed-up / workers, measured in this run. CPU-bound cap = cores / CPU "
+        "per run: past it more workers cannot help on this machine (the cores, not the "
+        "claims, are the limit)"
     )
 
 

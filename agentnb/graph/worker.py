@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +99,7 @@ class Worker:
     def __init__(
         self,
         *workflows: Workflow,
-        machines: tuple[Statechart, ...] | list[Statechart] = (),
+        machines: Sequence[Statechart] = (),
         store: Checkpointer | None = None,
         concurrency: int = 16,
         poll_min: float = 0.02,
