@@ -294,3 +294,23 @@ def test_a_node_longer_than_the_lease_keeps_its_run_the_worker_renews_it(
     assert stolen == [[]]  # the lease was live all along
     assert (stats.completed, stats.lost) == (1, 0)
     assert run.status == Status.COMPLETED
+
+
+def test_a_run_paused_inside_a_subgraph_is_continued_by_a_worker_once_approved(
+    store: Checkpointer,
+) -> None:
+    inner = StateGraph("inner").add_node("ask", lambda s: {"asked": True})
+    inner.add_node("act", lambda s: {"acted": True})
+    inner.set_entry_point("ask").add_edge("ask", "act").add_interrupt_before("act")
+    outer = StateGraph("outer").add_node("sub", inner).add_node("end", lambda s: {"end": 1})
+    wf = outer.set_entry_point("sub").add_edge("sub", "end").compile(store)
+    run = wf.submit()
+    worker = Worker(wf)
+    assert worker.run(until_idle=True).paused == 1
+    [child] = run.children()
+    assert (run.status, child.status) == (Status.PENDING, Status.PENDING)
+    run.approve(by="ada")
+    assert worker.run(until_idle=True).completed == 1
+    assert run.status == Status.COMPLETED
+    assert run.state == {"asked": True, "acted": True, "end": 1}
+    assert child.status == Status.COMPLETED
