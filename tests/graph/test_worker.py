@@ -314,3 +314,18 @@ def test_a_run_paused_inside_a_subgraph_is_continued_by_a_worker_once_approved(
     assert run.status == Status.COMPLETED
     assert run.state == {"asked": True, "acted": True, "end": 1}
     assert child.status == Status.COMPLETED
+
+
+def test_a_question_answered_with_respond_is_continued_by_a_worker(store: Checkpointer) -> None:
+    def ask(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        answer = ctx.interrupt({"question": "How much?", "schema": {"type": "integer"}})
+        return {"amount": answer}
+
+    wf = StateGraph("ask").add_node("ask", ask).set_entry_point("ask").compile(store)
+    run = wf.submit()
+    worker = Worker(wf)
+    assert worker.run(until_idle=True).paused == 1
+    assert run.question is not None
+    run.respond(250, by="ada")
+    assert worker.run(until_idle=True).completed == 1
+    assert run.state == {"amount": 250}
