@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from agentnb import __version__
 from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
+from agentnb.graph.questions import open_questions
 from agentnb.store.records import Decision, Event, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
@@ -126,6 +127,7 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         state = store.checkpoint(args.run).state
         decisions = store.decisions(args.run)
         policy = store.run_policy(args.run)
+        questions = open_questions(store, run.run_id)
     if args.json:
         json.dump(
             {
@@ -135,6 +137,7 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 "node": run.node,
                 "step": run.step,
                 "pending_digest": run.pending_digest,
+                "questions": questions,
                 "started_by": None if policy.started_by is None else policy.started_by.to_json(),
                 "approvers": {k: p.to_json() for k, p in policy.interrupts.items()},
                 "decisions": [
@@ -177,6 +180,12 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"policy   {key}: {rule.describe()}\n")
     if run.pending_digest and run.status == Status.PENDING:
         out.write(f"digest   {run.pending_digest}  (approve --digest binds to this state)\n")
+    for q in questions:
+        where = f"task {q['task']!r}" + (f" (in subgraph run {q['in']})" if "in" in q else "")
+        out.write(f"question {where}: {q['question']}\n")
+        out.write(f"  schema {json.dumps(q['schema'], ensure_ascii=False)}\n")
+        out.write(f"  answer agentnb respond {run.run_id} --db {args.db} --value JSON --as NAME")
+        out.write(f" --task {q['task']}\n" if len(questions) > 1 else "\n")
     out.write("events\n   seq step  type          node               payload\n")
     for event in events:
         _print_event(event, out)
@@ -208,6 +217,34 @@ def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
         f"as {_decider(record)}\n"
+    )
+    out.write(f"status: {_describe_status(run)}\n")
+    return OK
+
+
+def _cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.graph.questions import respond
+
+    try:
+        value = json.loads(args.value)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"--value is not JSON ({exc.msg}); a string is quoted twice: --value '\"yes\"'"
+        ) from None
+    with _open_existing(args.db) as store:
+        record = respond(
+            store,
+            args.run,
+            value,
+            by=args.approver,
+            comment=args.comment,
+            task=args.task,
+            expected_digest=args.digest,
+        )
+        run = store.get_run(args.run)
+    out.write(
+        f"answered run {record.run_id} at {record.node!r} (step {record.step}) with "
+        f"{_short(value)} as {_decider(record)}\n"
     )
     out.write(f"status: {_describe_status(run)}\n")
     return OK
@@ -362,6 +399,27 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
 
+    respond = sub.add_parser(
+        "respond",
+        help="answer the question a paused run asks (ctx.interrupt): checked against its "
+        "schema, recorded once, audited",
+    )
+    respond.add_argument("run", help="the run id")
+    respond.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    respond.add_argument(
+        "--value", required=True, metavar="JSON", help="the answer, as JSON: 3, '\"yes\"', '{...}'"
+    )
+    respond.add_argument(
+        "--as",
+        "--by",
+        dest="approver",
+        required=True,
+        help="your name for the audit (the identity this process runs as is recorded beside it)",
+    )
+    respond.add_argument("--task", help="which held task's question (when several wait)")
+    respond.add_argument("--comment", help="why")
+    respond.add_argument("--digest", help="refuse if the question's state is not this one")
+
     prune = sub.add_parser(
         "prune",
         help="delete old finished runs (never running or pending ones); keep the audit",
@@ -445,6 +503,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "show": _cmd_show,
     "approve": _cmd_decide,
     "reject": _cmd_decide,
+    "respond": _cmd_respond,
 }
 
 

@@ -21,12 +21,9 @@ from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
-    ApprovalNotPending,
     IncompatibleWorkflow,
-    InvalidAnswer,
     InvalidDecision,
     InvalidState,
-    TaskNotNamed,
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
@@ -590,20 +587,9 @@ class Run(Drawable, HasTimeline, Viewable):
     def _questions(self, when: str = "input") -> dict[str, dict[str, Any]]:
         """The unanswered questions (or the paused subgraphs, ``when="child"``) of the
         current pause, by task id."""
-        waiting = [t.task_id for t in self.pending()]
-        latest: dict[str, Event] = {}
-        for event in self._store.events(self.run_id):
-            if event.type == EventType.INTERRUPTED:
-                latest[str(event.payload.get("task", "")) if waiting else ""] = event
-        found: dict[str, dict[str, Any]] = {}
-        for task in waiting or [""]:
-            paused = latest.get(task)
-            if paused is not None and paused.payload.get("when") == when:
-                p = paused.payload
-                name = task or str(paused.node)
-                found[name] = {**p.get("question", {}), "task": name, "digest": p["digest"]}
-                found[name].update(key=p.get("key"), child=p.get("child"), node=paused.node)
-        return found
+        from agentnb.graph.questions import waiting
+
+        return {t: q for t, q in waiting(self._store, self.run_id).items() if q["when"] == when}
 
     def respond(
         self,
@@ -619,13 +605,16 @@ class Run(Drawable, HasTimeline, Viewable):
         Checked against the question's schema first: a mismatch raises
         :class:`~agentnb.errors.InvalidAnswer` and the run stays paused. Recorded exactly
         once and audited like an approval; on resume the node runs again from its start
-        and ``ctx.interrupt`` returns ``value``.
+        and ``ctx.interrupt`` returns ``value``. The CLI's ``agentnb respond`` is the same
+        decision.
 
         Raises:
             InvalidAnswer: ``value`` does not fit the schema.
+            TaskNotNamed: several questions wait; name one with ``task``.
+            NoQuestion: the run waits for an approval, not an answer.
             ApprovalNotPending: the run is not waiting for an answer (answered already?).
         """
-        from agentnb.graph.questions import answer_problems
+        from agentnb.graph.questions import respond
 
         check_decision("approved", by)
         inside = self._inside(task)
@@ -635,25 +624,22 @@ class Run(Drawable, HasTimeline, Viewable):
                 child.respond(value, by=by, comment=comment)
             held = name if self.pending() else None
             return self._decide("approved", by, comment, expected_digest, held, None)
-        asked = self._questions()
-        if task is not None:
-            asked = {t: q for t, q in asked.items() if t == task}
-        if not asked:
-            raise ApprovalNotPending(self.run_id, self.record.status, self.record.decided_by)
-        if len(asked) > 1:
-            raise TaskNotNamed(self.run_id, list(asked))
-        name, question = next(iter(asked.items()))
-        problems = answer_problems(value, question.get("schema", {}))
-        try:
-            check(value, root="answer")
-        except InvalidState as exc:
-            problems.append(("$.answer", str(exc)))
-        if problems:
-            raise InvalidAnswer(self.run_id, problems)
-        edit = DecisionEdit(answer_key=question["key"], answer_json=dumps(value))
-        held = name if self.pending() else None
-        digest = expected_digest or question["digest"]
-        return self._decide("approved", by, comment, digest, held, edit)
+        seen = self._record.seq
+        decision = respond(
+            self._store,
+            self.run_id,
+            value,
+            by=by,
+            comment=comment,
+            task=task,
+            expected_digest=expected_digest,
+            identity=self.workflow.identity(),
+            checks=self.workflow.policy_checks,
+        )
+        self._sync(self._store.get_run(self.run_id))
+        if self.workflow.listeners:
+            self.workflow._notify(self._store.events(self.run_id, after=seen))
+        return decision
 
     def children(self) -> list[Run]:
         """The runs of this run's subgraph nodes (each may have children of its own)."""
