@@ -7,9 +7,10 @@ node that does not exist, a node nothing reaches) when compiling.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
@@ -96,6 +97,19 @@ def _check_name(name: object, what: str) -> str:
             culprit=name,
             fix=f"Reserved names ({', '.join(sorted(RESERVED))}) mark where a run starts and "
             "ends; pick another name.",
+        )
+    return name
+
+
+def _name_of(fn: object) -> str:
+    """The name ``add_node(fn)`` gives a node: the function's, or the subgraph's."""
+    graph = _subgraph_of(fn)
+    name = graph.name if graph is not None else getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise DefinitionError(
+            f"add_node({fn!r}): this node has no name of its own to go by",
+            culprit=repr(fn),
+            fix='Name it: add_node("name", fn).',
         )
     return name
 
@@ -188,8 +202,8 @@ class StateGraph(Drawable):
 
     def add_node(
         self,
-        name: str,
-        fn: NodeFn,
+        name: str | NodeFn,
+        fn: NodeFn | None = None,
         *,
         description: str | None = None,
         timeout: float | None = None,
@@ -206,6 +220,9 @@ class StateGraph(Drawable):
         the keys it changed (or only ``output_keys``) come back as this node's delta.
         An interrupt inside it pauses the parent, and is decided from the parent.
 
+        ``add_node(fn)`` (LangGraph's short form) names the node after the function
+        (``fn.__name__``), or after the graph for a subgraph.
+
         Args:
             name: unique within the graph.
             fn: the node's function, or a graph.
@@ -215,6 +232,15 @@ class StateGraph(Drawable):
             breaker: a :class:`~agentnb.resilience.CircuitBreaker` shared by the nodes that
                 call the same dependency.
         """
+        if fn is None:
+            fn = cast(NodeFn, name)
+            name = _name_of(fn)
+        if not isinstance(name, str):
+            raise DefinitionError(
+                f"add_node({name!r}, ...): the first argument is the node's name",
+                culprit=repr(name),
+                fix='Write add_node("name", fn), or add_node(fn) to name it after fn.',
+            )
         _check_name(name, "node")
         if name in self.nodes:
             raise DefinitionError(
@@ -277,9 +303,23 @@ class StateGraph(Drawable):
         return self
 
     def set_entry_point(self, name: str) -> Self:
-        """The node a run starts at."""
+        """The node a run starts at (``add_edge(START, name)`` says the same).
+
+        A run has one entry node: to start with several branches, let it fan out.
+        """
+        if self.entry is not None and self.entry != name:
+            raise DefinitionError(
+                f"the entry point is already {self.entry!r}; a run starts at one node, "
+                f"not at {self.entry!r} and {name!r}",
+                culprit=name,
+                fix=f"Fan out from the entry node instead: add_edge({self.entry!r}, {name!r}).",
+            )
         self.entry = name
         return self
+
+    def set_finish_point(self, name: str) -> Self:
+        """After ``name`` runs, the run ends (LangGraph's spelling of ``add_edge(name, END)``)."""
+        return self.add_edge(name, END)
 
     def add_edge(self, source: str | Sequence[str], target: str) -> Self:
         """After ``source`` runs, go to ``target`` (a node or ``END``).
@@ -320,6 +360,13 @@ class StateGraph(Drawable):
         returns an outcome). Diagrams draw exactly these edges; any other answer fails the
         run with :class:`~agentnb.errors.RoutingError`.
         """
+        if source == START:
+            raise DefinitionError(
+                "a conditional edge cannot leave START: a run starts at one node",
+                culprit=START,
+                fix='Route from a first node: add_node("route", lambda state: None), '
+                'set_entry_point("route"), then add_conditional_edges("route", ...).',
+            )
         if not callable(router):
             raise DefinitionError(
                 f"router for {source!r} is not callable",
@@ -347,6 +394,32 @@ class StateGraph(Drawable):
             )
         self.branches[source] = Branch(source, router, mapping)
         return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Router,
+        path_map: Sequence[str] | Mapping[str, str] | None = None,
+    ) -> Self:
+        """LangGraph's spelling of :meth:`add_conditional_edge`.
+
+        ``path_map`` is a list of the nodes ``path(state)`` may return, a dict
+        ``outcome -> node``, or omitted when ``path``'s return annotation is a
+        ``Literal[...]`` of node names. Where the run may go is declared either way.
+
+        Example:
+            >>> from typing import Literal
+            >>> def size(state) -> Literal["approve", "refund"]:
+            ...     return "approve" if state["amount"] > 500 else "refund"
+            >>> g = StateGraph("refund")
+            >>> for name in ("plan", "approve", "refund"):
+            ...     g = g.add_node(name, lambda state: None)
+            >>> g.set_entry_point("plan").add_conditional_edges("plan", size)
+            StateGraph('refund', nodes=['plan', 'approve', 'refund'])
+        """
+        from agentnb.graph.routes import declared_targets
+
+        return self.add_conditional_edge(source, path, declared_targets(source, path, path_map))
 
     def add_interrupt_before(
         self,
@@ -393,6 +466,11 @@ class StateGraph(Drawable):
         self.interrupts_after.update(nodes)
         return self
 
+    def _named(self, nodes: Sequence[str] | str | None) -> set[str]:
+        if nodes == "*":
+            return set(self.nodes)
+        return {nodes} if isinstance(nodes, str) else set(nodes or ())
+
     def _declare(
         self, when: str, nodes: Sequence[str], approvers: object, separate_duties: object
     ) -> None:
@@ -423,6 +501,8 @@ class StateGraph(Drawable):
         max_concurrency: int = 16,
         keep_streams: bool = True,
         identity: IdentityProvider | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
@@ -439,12 +519,20 @@ class StateGraph(Drawable):
             identity: who this process is (a ``callable() -> Identity``) for the runs it
                 starts and the decisions it makes; the checkpointer's provider (JupyterHub's
                 user, else the OS user) when omitted.
+            interrupt_before: LangGraph's compile-time form of :meth:`add_interrupt_before`
+                (``"*"``: every node), for this workflow only: the graph is not changed.
+            interrupt_after: the same for :meth:`add_interrupt_after`.
         """
         from agentnb.graph.workflow import Workflow
 
         steps = self.max_steps if max_steps is None else max_steps
+        graph = self
+        if interrupt_before or interrupt_after:
+            graph = copy.copy(self)
+            graph.interrupts_before = self.interrupts_before | self._named(interrupt_before)
+            graph.interrupts_after = self.interrupts_after | self._named(interrupt_after)
         return Workflow(
-            self,
+            graph,
             checkpointer,
             max_steps=steps,
             lease_seconds=lease_seconds,
