@@ -209,10 +209,32 @@ def _decider(d: Decision) -> str:
 
 def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     decision = "approved" if args.command == "approve" else "rejected"
-    with _open_existing(args.db) as store:
-        record = store.decide(
-            args.run, decision, args.approver, comment=args.comment, expected_digest=args.digest
+    update = getattr(args, "update", None)
+    if update is not None and not args.workflow:
+        raise _UsageError(
+            "an edit is merged by the workflow's reducers: name the workflow with "
+            "--workflow MODULE:ATTR (its StateGraph or Workflow)"
         )
+    with _open_existing(args.db) as store:
+        if getattr(args, "workflow", None):
+            workflow = _workflow(args.workflow, store)
+            record = workflow.attach(args.run).decide(
+                decision,
+                by=args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+                update=None if update is None else _json_arg("--update", update),
+            )
+        else:
+            record = store.decide(
+                args.run,
+                decision,
+                args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+            )
         run = store.get_run(args.run)
     out.write(
         f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
@@ -220,6 +242,28 @@ def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     )
     out.write(f"status: {_describe_status(run)}\n")
     return OK
+
+
+def _json_arg(flag: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"{flag} is not JSON ({exc.msg}); quote it: {flag} '{{...}}'") from None
+
+
+def _workflow(target: str, store: SqliteCheckpointer) -> Any:
+    """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
+    from agentnb.graph import StateGraph, Workflow
+    from agentnb.render.export import TargetError, import_target
+
+    try:
+        found = import_target(target)
+    except TargetError as exc:
+        raise _UsageError(str(exc)) from None
+    graph = found.graph if isinstance(found, Workflow) else found
+    if not isinstance(graph, StateGraph):
+        raise _UsageError(f"{target} is a {type(found).__name__}, not a StateGraph or Workflow")
+    return graph.compile(store)
 
 
 def _cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
@@ -398,6 +442,20 @@ def _parser() -> argparse.ArgumentParser:
         )
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
+        cmd.add_argument("--task", help="which held task (when a superstep holds several)")
+        cmd.add_argument(
+            "--workflow",
+            metavar="MODULE:ATTR",
+            help="the run's StateGraph or Workflow: its reducers merge --update, and its "
+            "approver functions are checked",
+        )
+        if name == "approve":
+            cmd.add_argument(
+                "--update",
+                metavar="JSON",
+                help="approve with edits: state keys to change, merged by the reducers "
+                "(needs --workflow)",
+            )
 
     respond = sub.add_parser(
         "respond",

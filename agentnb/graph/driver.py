@@ -95,6 +95,9 @@ class Driver:
         self.stepping = False  # driving one superstep: subgraphs advance one of theirs
         self.live: Live | None = None  # set by astream(mode="custom")
         self.approvals: dict[str, str] = {}  # task id ("" for the run) -> who approved
+        # Held task id -> the edit its approval carried, in the superstep in flight: that
+        # task's input, and a write of the superstep (merged before the tasks' deltas).
+        self.edits: dict[str, dict[str, Any]] = {}
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
@@ -213,15 +216,18 @@ class Driver:
                     tasks = plan(wf, frontier)
                     gated = next((t.node for t in tasks if t.node in before), None)
                 held: list[Task] = []
+                self.edits = {}
                 if gated is not None and len(tasks) > 1:
                     # An interrupt holds its own task; the others run meanwhile. Each held
                     # task is approved on its own (its row in the store says whether).
                     gated = None
-                    approved_ids = {
-                        p.task_id
+                    decided = [
+                        p
                         for p in self.store.pending_tasks(self.run_id)
                         if p.step == step and p.status == "approved"
-                    }
+                    ]
+                    approved_ids = {p.task_id for p in decided}
+                    self.edits = {p.task_id: p.update for p in decided if p.update is not None}
                     held = [t for t in tasks if t.node in before and t.id not in approved_ids]
                 if not tasks:
                     yield self._finish(state_json, step)
@@ -385,7 +391,8 @@ class Driver:
         state: dict[str, Any],
     ) -> tuple[dict[str, Any], str]:
         """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
-        writes = [(t.id, results[t.id]) for t in tasks]
+        edits = [(t.id, self.edits[t.id]) for t in tasks if t.id in self.edits]
+        writes = edits + [(t.id, results[t.id]) for t in tasks]
         try:
             nodes = self.workflow.nodes
             nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
@@ -482,6 +489,12 @@ class Driver:
             yield event
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
+        state = loads(state_json) if self.edits else None
+        inputs = {  # a held task approved with edits runs on the edited state
+            t.id: self._merge_one(t.node, step, state, self.edits[t.id])[1]
+            for t in todo
+            if state is not None and t.id in self.edits
+        }
 
         async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
@@ -491,7 +504,8 @@ class Driver:
 
             async with limit:
                 try:
-                    return await self._invoke(task, step, state_json, sink, threaded=True)
+                    given = inputs.get(task.id, state_json)
+                    return await self._invoke(task, step, given, sink, threaded=True)
                 except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 

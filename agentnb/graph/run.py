@@ -21,9 +21,11 @@ from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
+    ConflictingEdit,
     IncompatibleWorkflow,
     InvalidDecision,
     InvalidState,
+    TaskNotNamed,
 )
 from agentnb.graph.builder import END
 from agentnb.graph.state import apply_delta
@@ -464,7 +466,10 @@ class Run(Drawable, HasTimeline, Viewable):
             update = None
             task = name if self.pending() else None
         if update is not None and decision == "approved":
-            edit, expected_digest = self._edit(update, expected_digest)
+            if task is not None or self.pending():  # held tasks: the edit is this one's input
+                edit, expected_digest = self._task_edit(task, update, expected_digest)
+            else:
+                edit, expected_digest = self._edit(update, expected_digest)
         return self._decide(decision, by, comment, expected_digest, task, edit)
 
     def _inside(self, task: str | None) -> tuple[Run, str] | None:
@@ -512,12 +517,7 @@ class Run(Drawable, HasTimeline, Viewable):
         self, update: dict[str, Any], expected_digest: str | None
     ) -> tuple[DecisionEdit, str | None]:
         """The edited state an approval carries, bound to the digest of what was shown."""
-        if not isinstance(update, dict):
-            raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
-        try:
-            check(update, root="update")
-        except InvalidState as exc:
-            raise InvalidDecision(f"{exc}; nothing was decided") from exc
+        _check_update(update)
         record = self._store.get_run(self.run_id)
         checkpoint = self._store.checkpoint(self.run_id)
         state = apply_delta(checkpoint.state, update, self.workflow.reducers)
@@ -530,6 +530,39 @@ class Run(Drawable, HasTimeline, Viewable):
             approved_digest=pending_digest(self.run_id, record.node, record.step, state_json),
         )
         return edit, shown
+
+    def _task_edit(
+        self, task: str | None, update: dict[str, Any], expected_digest: str | None
+    ) -> tuple[DecisionEdit, str | None]:
+        """The edit of one held task's input, bound to the digest that task was shown.
+
+        Refused before anything is stored when it replaces a key (one without a reducer)
+        that a task which finished before the pause wrote: that result would overwrite
+        the edit, or the edit the result. The store refuses the same clash with another
+        held task's edit, inside the decision's transaction.
+        """
+        _check_update(update)
+        waiting = self.pending()
+        if task is None and len(waiting) > 1:
+            raise TaskNotNamed(self.run_id, [t.task_id for t in waiting])
+        held = next((t for t in waiting if task in (None, t.task_id)), None)
+        if held is None:  # not pending (any more): the store refuses it, and audits that
+            return DecisionEdit(update=update), expected_digest
+        reducers = self.workflow.reducers
+        checkpoint = self._store.checkpoint(self.run_id)
+        state_json = dumps(apply_delta(checkpoint.state, update, reducers), root="approved state")
+        replaces = tuple(key for key in update if key not in reducers)
+        for saved in self._store.pending_writes(self.run_id, checkpoint.step):
+            clash = next((k for k in replaces if k in saved.delta), None)
+            if clash is not None and saved.task_id != held.task_id:
+                other = f"task {saved.task_id!r} (finished before the pause)"
+                raise ConflictingEdit(self.run_id, held.task_id, clash, other)
+        edit = DecisionEdit(
+            update=update,
+            approved_digest=pending_digest(self.run_id, held.task_id, checkpoint.step, state_json),
+            replaces=replaces,
+        )
+        return edit, expected_digest or held.digest
 
     def approve(
         self,
@@ -546,6 +579,13 @@ class Run(Drawable, HasTimeline, Viewable):
         the state before the node runs. The decision is bound to the state shown (the
         pending digest, or ``expected_digest``), and the audit keeps the edit and the
         digest of the state approved.
+
+        When a superstep holds several tasks, the edit is the named ``task``'s input and
+        a write of the resumed superstep: that task runs on the state with ``update``
+        merged in, and ``update`` is merged into the superstep's result (before the
+        tasks' results). The other tasks run on the state they were shown. An edit that
+        replaces a key without a reducer which another task of the superstep writes too
+        raises :class:`~agentnb.errors.ConflictingEdit`, and nothing is decided.
         """
         return self.decide(
             "approved",
@@ -787,6 +827,16 @@ class Run(Drawable, HasTimeline, Viewable):
         from agentnb.graph.driver import Position
 
         return Position(self._record, self._state, self._state_json, self._frontier)
+
+
+def _check_update(update: Any) -> None:
+    """An approval's edit is a dict of JSON state values (refused before any write)."""
+    if not isinstance(update, dict):
+        raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
+    try:
+        check(update, root="update")
+    except InvalidState as exc:
+        raise InvalidDecision(f"{exc}; nothing was decided") from exc
 
 
 def _check_compatible(workflow: Workflow, record: RunRecord) -> None:

@@ -30,6 +30,8 @@ MIGRATIONS = (
     # Numbered 0006 (0005 lands from another branch); the list order is what counts.
     "sqlite_0006_machine_timers.sql",
     "sqlite_0007_long_runs.sql",
+    # 0008 and 0009 land from other branches; the list order is what counts.
+    "sqlite_0010_task_edits.sql",
 )
 LATEST = len(MIGRATIONS)
 
