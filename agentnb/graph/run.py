@@ -681,6 +681,27 @@ class Run(Drawable, HasTimeline, Viewable):
             self.workflow._notify(self._store.events(self.run_id, after=seen))
         return decision
 
+    async def arespond(
+        self,
+        value: Any,
+        *,
+        by: str,
+        comment: str | None = None,
+        task: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Async twin of :meth:`respond` (the database call runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.respond,
+            value,
+            by=by,
+            comment=comment,
+            task=task,
+            expected_digest=expected_digest,
+        )
+
     def children(self) -> list[Run]:
         """The runs of this run's subgraph nodes (each may have children of its own)."""
         from agentnb.graph.subgraph import children
@@ -702,6 +723,7 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
@@ -717,6 +739,7 @@ class Run(Drawable, HasTimeline, Viewable):
             comment=comment,
             expected_digest=expected_digest,
             task=task,
+            update=update,
         )
 
     async def aapprove(
@@ -726,10 +749,16 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Async twin of :meth:`approve`."""
         return await self.adecide(
-            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
+            "approved",
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            update=update,
         )
 
     async def areject(
