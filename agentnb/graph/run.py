@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -178,6 +178,26 @@ class NodeContext:
         if stored is None:
             raise Asked(asked, key, index)
         return loads(stored)
+
+    def emit_each(self, kind: str, items: Iterable[Any]) -> Iterator[Any]:
+        """Emit every item of ``items`` as it comes, and hand it on to the node.
+
+        ``for token in ctx.emit_each("token", llm.stream(prompt)): text += token``
+        streams an LLM's tokens out while the node keeps them too.
+        """
+        for item in items:
+            self.emit(kind, item)
+            yield item
+
+    async def aemit_each(self, kind: str, items: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        """Async-iterator form of :meth:`emit_each`, for an async node.
+
+        ``async for token in ctx.aemit_each("token", llm.astream(prompt)): ...``: each
+        token reaches ``run.astream(mode="custom")`` while the node still runs.
+        """
+        async for item in items:
+            self.emit(kind, item)
+            yield item
 
     def emit(self, kind: str, data: Any = None) -> None:
         """Stream ``data`` (any JSON value: a token, a progress dict) out of the running node.
