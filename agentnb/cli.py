@@ -128,6 +128,7 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         decisions = store.decisions(args.run)
         policy = store.run_policy(args.run)
         questions = open_questions(store, run.run_id)
+        held = store.pending_tasks(run.run_id)
     if args.json:
         json.dump(
             {
@@ -138,6 +139,17 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 "step": run.step,
                 "pending_digest": run.pending_digest,
                 "questions": questions,
+                "held": [
+                    {
+                        "task": t.task_id,
+                        "node": t.node,
+                        "status": t.status,
+                        "by": t.decided_by,
+                        "digest": t.digest,
+                        "update": t.update,
+                    }
+                    for t in held
+                ],
                 "started_by": None if policy.started_by is None else policy.started_by.to_json(),
                 "approvers": {k: p.to_json() for k, p in policy.interrupts.items()},
                 "decisions": [
@@ -178,8 +190,13 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"started  by {policy.started_by}\n")
     for key, rule in sorted(policy.interrupts.items()):
         out.write(f"policy   {key}: {rule.describe()}\n")
-    if run.pending_digest and run.status == Status.PENDING:
+    if run.pending_digest and run.status == Status.PENDING and not held:
         out.write(f"digest   {run.pending_digest}  (approve --digest binds to this state)\n")
+    for t in held:
+        who = f" by {t.decided_by}" if t.decided_by else ""
+        edit = f", edit {_short(t.update, 50)}" if t.update is not None else ""
+        out.write(f"held     task {t.task_id!r} ({t.node}): {t.status}{who}{edit}")
+        out.write(f"  digest {t.digest}\n" if t.status == "pending" else "\n")
     for q in questions:
         where = f"task {q['task']!r}" + (f" (in subgraph run {q['in']})" if "in" in q else "")
         out.write(f"question {where}: {q['question']}\n")

@@ -172,6 +172,14 @@ def test_the_cli_approves_a_held_task_with_edits_merged_by_the_workflows_reducer
     assert "--workflow MODULE:ATTR" in capsys.readouterr().err
     workflow = ["--workflow", "tests.graph.test_task_edits:review"]
     assert main([*argv, *edit, *workflow], out=out) == 0, capsys.readouterr().err
+    shown = io.StringIO()
+    assert main(["show", run_id, "--db", path], out=shown) == 0
+    listing = shown.getvalue()
+    assert (
+        'held     task \'b\' (b): approved by ada, edit {"amount": 5, "notes": ["cli"]}\n'
+        in listing
+    )
+    assert "held     task 'd' (d): pending  digest " in listing
     assert main(["approve", run_id, "--db", path, "--as", "bob", "--task", "d"], out=out) == 0
     with SqliteCheckpointer(path) as store:
         run = review(store).attach(run_id).run()
