@@ -8,13 +8,14 @@ node that does not exist, a node nothing reaches) when compiling.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
-from agentnb.graph.state import DEFAULT_REDUCERS, Reducer
+from agentnb.graph.state import DEFAULT_REDUCERS, Reducer, reducers_of
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, declare
 
@@ -178,14 +179,17 @@ class StateGraph(Drawable):
 
     def __init__(
         self,
-        name: str = "workflow",
+        name: str | type = "workflow",
         *,
         reducers: Mapping[str, Reducer] | None = None,
         max_steps: int = 25,
     ) -> None:
+        declared: dict[str, Reducer] = {}
+        if isinstance(name, type):  # LangGraph's StateGraph(State): reducers from the schema
+            declared, name = reducers_of(name), name.__name__
         self.name = _check_name(name, "graph")
         self.max_steps = max_steps
-        self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **(reducers or {})}
+        self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **declared, **(reducers or {})}
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: dict[str, list[str]] = {}
         """Plain edges: each source's targets, in declaration order (several fan out)."""
@@ -300,6 +304,24 @@ class StateGraph(Drawable):
             Retry.coerce(retry),
             breaker,
         )
+        return self
+
+    def add_sequence(self, nodes: Sequence[NodeFn | tuple[str, NodeFn]]) -> Self:
+        """Add nodes that run one after the other (LangGraph's ``add_sequence``).
+
+        Each item is a function (named after itself) or a ``(name, fn)`` pair; an edge
+        leads from each to the next.
+        """
+        names = []
+        for item in nodes:
+            if isinstance(item, tuple):
+                self.add_node(*item)
+                names.append(item[0])
+            else:
+                self.add_node(item)
+                names.append(list(self.nodes)[-1])
+        for source, target in itertools.pairwise(names):
+            self.add_edge(source, target)
         return self
 
     def set_entry_point(self, name: str) -> Self:

@@ -3,7 +3,9 @@ typed, and what does not fit is refused with the agentnb way to say it."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
@@ -109,3 +111,55 @@ def test_a_conditional_edge_from_start_is_refused_with_a_first_node_to_route_fro
     with pytest.raises(DefinitionError, match="cannot leave START") as caught:
         g.add_conditional_edges(START, lambda s: "a", ["a", "b"])
     assert 'set_entry_point("route")' in str(caught.value)
+
+
+class Research(TypedDict):
+    topic: str
+    docs: Annotated[list[str], operator.add]
+    hits: Annotated[int, operator.add]
+
+
+def test_a_typed_dict_schema_names_the_graph_and_its_annotated_reducers_merge_branches() -> None:
+    g = StateGraph(Research).add_node("plan", lambda s: None)
+    for name in ("web", "papers"):
+        g.add_node(name, lambda s, name=name: {"docs": [f"{name}:{s['topic']}"], "hits": 1})
+        g.add_edge("plan", name)
+    wf = g.set_entry_point("plan").compile()
+    assert wf.name == "Research"
+    run = wf.invoke({"topic": "bees"})  # docs and hits unset: they start from [] and 0
+    assert (run.state["docs"], run.state["hits"]) == (["web:bees", "papers:bees"], 2)
+    assert run.state["topic"] == "bees"
+
+
+@dataclass
+class Counted:
+    total: Annotated[int, operator.add]
+    label: Annotated[str, "a note, not a reducer"]
+
+
+def test_a_schemas_reducers_yield_to_explicit_ones_and_a_plain_annotation_replaces() -> None:
+    g = StateGraph(Counted, reducers={"total": max})
+    assert g.reducers["total"] is max
+    assert "label" not in g.reducers
+    assert StateGraph(Counted).reducers["total"](None, 5) == 5
+
+
+class Broken(TypedDict):
+    later: Annotated[list[str], "NotImportedAnywhere"]
+    missing: NotImportedAnywhere  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_a_schema_whose_annotations_do_not_resolve_is_a_definition_error() -> None:
+    with pytest.raises(DefinitionError, match="annotations that do not resolve"):
+        StateGraph(Broken)
+
+
+def test_add_sequence_chains_functions_and_named_pairs_in_order() -> None:
+    def fetch(state: dict[str, Any]) -> dict[str, Any]:
+        return {"path": ["fetch"]}
+
+    g = StateGraph("seq", reducers={"path": operator.add})
+    g.add_sequence([fetch, ("clean", lambda s: {"path": ["clean"]}), ("save", lambda s: None)])
+    assert (g.edges["fetch"], g.edges["clean"]) == (["clean"], ["save"])
+    run = g.add_edge(START, "fetch").compile().invoke({"path": []})
+    assert run.state["path"] == ["fetch", "clean"]
