@@ -184,7 +184,11 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return OK
     out.write(f"run      {run.run_id}\ngraph    {run.graph}\n")
-    out.write(f"status   {_describe_status(run)}\n")
+    status = _describe_status(run)
+    if questions:  # a question, not a yes/no: say what the run waits for
+        many = f"{len(questions)} answers" if len(questions) > 1 else "an answer"
+        status = f"pending: waiting for {many} (agentnb respond; the questions are below)"
+    out.write(f"status   {status}\n")
     out.write(f"step     {run.step} of max {run.max_steps}, next node {run.node!r}\n")
     if policy.started_by is not None:
         out.write(f"started  by {policy.started_by}\n")

@@ -118,6 +118,7 @@ def test_show_lists_the_pending_question_with_its_schema(asked: tuple[str, str])
     path, run_id = asked
     code, out = cli("show", run_id, "--db", path)
     assert code == 0
+    assert "status   pending: waiting for an answer (agentnb respond;" in out
     assert "question task 'quote': How many seats?" in out
     assert '  schema {"type": "integer", "minimum": 1}' in out
     assert f"agentnb respond {run_id} --db {path} --value JSON --as NAME\n" in out
