@@ -489,12 +489,7 @@ class Driver:
             yield event
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
-        state = loads(state_json) if self.edits else None
-        inputs = {  # a held task approved with edits runs on the edited state
-            t.id: self._merge_one(t.node, step, state, self.edits[t.id])[1]
-            for t in todo
-            if state is not None and t.id in self.edits
-        }
+        inputs = {t.id: self._edited(t, step, state_json) for t in todo}
 
         async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
@@ -504,8 +499,7 @@ class Driver:
 
             async with limit:
                 try:
-                    given = inputs.get(task.id, state_json)
-                    return await self._invoke(task, step, given, sink, threaded=True)
+                    return await self._invoke(task, step, inputs[task.id], sink, threaded=True)
                 except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 
@@ -548,6 +542,14 @@ class Driver:
                 future.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    def _edited(self, task: Task, step: int, state_json: str) -> str:
+        """A task's input: the superstep's state, with its approval's edit merged in if
+        it was approved with one (``run.approve(task=..., update=...)``)."""
+        edit = self.edits.get(task.id)
+        if edit is None:
+            return state_json
+        return self._merge_one(task.node, step, loads(state_json), edit)[1]
 
     async def _wake(self, futures: set[Any]) -> set[Any]:
         """Wait for a future to finish — or, when streaming live, for a node to emit."""
