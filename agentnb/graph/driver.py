@@ -391,8 +391,7 @@ class Driver:
         state: dict[str, Any],
     ) -> tuple[dict[str, Any], str]:
         """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
-        edits = [(t.id, self.edits[t.id]) for t in tasks if t.id in self.edits]
-        writes = edits + [(t.id, results[t.id]) for t in tasks]
+        writes = self._state_edits(tasks) + [(t.id, results[t.id]) for t in tasks]
         try:
             nodes = self.workflow.nodes
             nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
@@ -499,7 +498,8 @@ class Driver:
 
             async with limit:
                 try:
-                    return await self._invoke(task, step, inputs[task.id], sink, threaded=True)
+                    call, given = inputs[task.id]
+                    return await self._invoke(call, step, given, sink, threaded=True)
                 except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 
@@ -543,13 +543,25 @@ class Driver:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    def _edited(self, task: Task, step: int, state_json: str) -> str:
-        """A task's input: the superstep's state, with its approval's edit merged in if
-        it was approved with one (``run.approve(task=..., update=...)``)."""
+    def _edited(self, task: Task, step: int, state_json: str) -> tuple[Task, str]:
+        """A task and its input: the superstep's state, with its approval's edit merged
+        in if it was approved with one (``run.approve(task=..., update=...)``); for a
+        Send, over its payload."""
         edit = self.edits.get(task.id)
         if edit is None:
-            return state_json
-        return self._merge_one(task.node, step, loads(state_json), edit)[1]
+            return task, state_json
+        given = {**loads(state_json), **(task.payload or {})}
+        edited = self._merge_one(task.node, step, given, edit)[1]
+        return dataclasses.replace(task, payload=None), edited
+
+    def _state_edits(self, tasks: Sequence[Task]) -> list[tuple[str, dict[str, Any]]]:
+        """The superstep's writes from edits, in plan order: the keys that edit the state
+        (a key a Send's payload carries edited that task's input only)."""
+        return [
+            (t.id, {k: v for k, v in self.edits[t.id].items() if k not in (t.payload or {})})
+            for t in tasks
+            if t.id in self.edits
+        ]
 
     async def _wake(self, futures: set[Any]) -> set[Any]:
         """Wait for a future to finish — or, when streaming live, for a node to emit."""

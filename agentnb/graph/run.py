@@ -570,8 +570,15 @@ class Run(Drawable, HasTimeline, Viewable):
             return DecisionEdit(update=update), expected_digest
         reducers = self.workflow.reducers
         checkpoint = self._store.checkpoint(self.run_id)
-        state_json = dumps(apply_delta(checkpoint.state, update, reducers), root="approved state")
-        replaces = tuple(key for key in update if key not in reducers)
+        frontier = Frontier.at(checkpoint.node, checkpoint.tasks)
+        given = next(
+            (t.payload for t in plan(self.workflow, frontier) if t.id == held.task_id), None
+        )
+        shown = {**checkpoint.state, **(given or {})}  # a Send task's input has its payload
+        state_json = dumps(apply_delta(shown, update, reducers), root="approved state")
+        # A key the task's Send payload carries edits the payload: the task's own input,
+        # not the superstep's state, so no other task can clash with it.
+        replaces = tuple(k for k in update if k not in reducers and k not in (given or {}))
         for saved in self._store.pending_writes(self.run_id, checkpoint.step):
             clash = next((k for k in replaces if k in saved.delta), None)
             if clash is not None and saved.task_id != held.task_id:
@@ -603,7 +610,8 @@ class Run(Drawable, HasTimeline, Viewable):
         When a superstep holds several tasks, the edit is the named ``task``'s input and
         a write of the resumed superstep: that task runs on the state with ``update``
         merged in, and ``update`` is merged into the superstep's result (before the
-        tasks' results). The other tasks run on the state they were shown. An edit that
+        tasks' results); a key a Send task's payload carries edits that task's input
+        only. The other tasks run on the state they were shown. An edit that
         replaces a key without a reducer which another task of the superstep writes too
         raises :class:`~agentnb.errors.ConflictingEdit`, and nothing is decided.
         """

@@ -147,6 +147,31 @@ def test_a_held_tasks_own_result_may_replace_its_edit_but_another_tasks_may_not(
         other.run()
 
 
+def test_an_edit_of_a_held_send_edits_its_payload_and_the_other_sends_keep_theirs(
+    drive: Driver, store: Checkpointer
+) -> None:
+    from agentnb import Send
+
+    g = StateGraph("map", reducers={"summaries": operator.add})
+    g.add_node("split", lambda s: None)
+    g.add_node("summarise", lambda s: {"summaries": [s["doc"].upper()]})
+    g.set_entry_point("split").add_conditional_edges(
+        "split", lambda s: [Send("summarise", {"doc": d}) for d in s["docs"]], ["summarise"]
+    )
+    wf = g.add_interrupt_before("summarise").compile(store)
+    run = wf.start({"docs": ["a", "b", "c"], "summaries": []})
+    drive.run(run)
+    assert [t.task_id for t in run.pending()] == ["summarise[0]", "summarise[1]", "summarise[2]"]
+    # every reviewer edits "doc", a key without a reducer: each edits its own task's payload
+    run.approve(by="ada", task="summarise[0]", update={"doc": "first"})
+    run.approve(by="bob", task="summarise[2]", update={"doc": "third", "summaries": ["note"]})
+    run.approve(by="cy", task="summarise[1]")
+    drive.run(run)
+    assert run.status == Status.COMPLETED
+    assert run.state["summaries"] == ["note", "FIRST", "B", "THIRD"]  # edits, then results
+    assert "doc" not in run.state  # a payload's key stays the task's own
+
+
 def test_an_edit_of_held_tasks_needs_a_task_and_json(store: Checkpointer) -> None:
     run = review(store).start(START)
     run.run()
