@@ -253,3 +253,39 @@ def test_two_processes_deciding_different_held_tasks_both_succeed_each_once(
             run = wf.attach(run_id).run()
             assert run.state["seen"] == ["b:100:10", "c:100:None", "d:100:10"]
             assert sorted(run.state["notes"]) == ["b checked", "d checked"]
+
+
+@pytest.mark.slow
+def test_an_edit_is_kept_when_the_resumed_superstep_is_killed_after_the_edited_task(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import sqlite3
+
+    worker = Path(__file__).with_name("task_edit_crash_worker.py")
+    db, ledger = str(tmp_path / "runs.sqlite3"), str(tmp_path / "ledger.sqlite3")
+
+    def spawn(command: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, str(worker), db, ledger, command],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    first = spawn("start")
+    assert first.stdout is not None
+    line = first.stdout.readline().strip()  # blocks until b's (edited) result is durable
+    assert line == "saved b", first.stderr.read() if first.stderr else ""
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    second = spawn("resume")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    final = json.loads(out.strip().splitlines()[-1])
+    assert final["status"] == "completed"
+    assert final["state"]["seen"] == ["b:5", "d:100"]  # b ran on its edit, d on the state shown
+    assert (final["state"]["amount"], final["state"]["notes"]) == (5, ["edited"])  # merged once
+    calls = dict(sqlite3.connect(ledger).execute("SELECT node, count(*) FROM calls GROUP BY node"))
+    assert calls == {"b": 1, "d": 2}  # b never ran again; d, killed mid-call, ran again
