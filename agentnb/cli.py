@@ -129,6 +129,12 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         policy = store.run_policy(args.run)
         questions = open_questions(store, run.run_id)
         held = store.pending_tasks(run.run_id)
+        prefix = f"{run.run_id}/"
+        children = [
+            r
+            for r in sorted(store.list_runs(), key=lambda r: r.created_at)
+            if r.run_id.startswith(prefix) and "/" not in r.run_id[len(prefix) :]
+        ]
     if args.json:
         json.dump(
             {
@@ -139,6 +145,10 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 "step": run.step,
                 "pending_digest": run.pending_digest,
                 "questions": questions,
+                "children": [
+                    {"run_id": c.run_id, "graph": c.graph, "status": c.status.value}
+                    for c in children
+                ],
                 "held": [
                     {
                         "task": t.task_id,
@@ -201,6 +211,8 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         edit = f", edit {_short(t.update, 50)}" if t.update is not None else ""
         out.write(f"held     task {t.task_id!r} ({t.node}): {t.status}{who}{edit}")
         out.write(f"  digest {t.digest}\n" if t.status == "pending" else "\n")
+    for child in children:
+        out.write(f"subgraph {child.run_id} ({child.graph}): {_describe_status(child)}\n")
     for q in questions:
         where = f"task {q['task']!r}" + (f" (in subgraph run {q['in']})" if "in" in q else "")
         out.write(f"question {where}: {q['question']}\n")

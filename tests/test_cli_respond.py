@@ -182,7 +182,13 @@ def test_a_question_inside_a_subgraph_is_answered_from_the_parent_run(tmp_path: 
     with SqliteCheckpointer(path) as store:
         run_id = nested(store).start({}).run().run_id
     out = cli("show", run_id, "--db", path)[1]
+    subgraphs = [line for line in out.splitlines() if line.startswith("subgraph ")]
+    assert subgraphs == [  # its own children only; theirs are listed under them
+        f"subgraph {run_id}/middle@0 (middle): pending: waiting for a decision before 'inner'"
+    ]
     assert f"question task 'middle' (in subgraph run {run_id}/middle@0/inner@0): Depth?" in out
+    data = json.loads(cli("show", run_id, "--db", path, "--json")[1])
+    assert [c["run_id"] for c in data["children"]] == [f"{run_id}/middle@0"]
     assert cli("respond", run_id, "--db", path, "--value", "2", "--as", "ada")[0] == 0
     with SqliteCheckpointer(path) as store:
         run = nested(store).attach(run_id).run()
