@@ -172,6 +172,18 @@ def test_an_edit_of_a_held_send_edits_its_payload_and_the_other_sends_keep_their
     assert "doc" not in run.state  # a payload's key stays the task's own
 
 
+def test_resume_decides_one_held_task_with_edits_and_continues_once_all_are_decided(
+    store: Checkpointer,
+) -> None:
+    wf = review(store)
+    run = wf.start(START).run()
+    first = list(wf.resume(run.run_id, "approved", approver="ada", task="b", update={"amount": 1}))
+    assert [e.type for e in first] == [EventType.APPROVED]  # d still waits: nothing runs
+    rest = list(wf.resume(run.run_id, "approved", approver="bob", task="d"))
+    assert rest[-1].type == EventType.COMPLETED
+    assert wf.attach(run.run_id).state["seen"] == ["b:1:None", "c:100:None", "d:100:None"]
+
+
 def test_an_edit_of_held_tasks_needs_a_task_and_json(store: Checkpointer) -> None:
     run = review(store).start(START)
     run.run()
