@@ -195,6 +195,35 @@ def test_a_question_inside_a_subgraph_is_answered_from_the_parent_run(tmp_path: 
         assert (run.status, run.state) == (Status.COMPLETED, {"depth": 2})
 
 
+def test_respond_without_a_task_answers_the_one_question_beside_held_approvals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.sqlite3")
+
+    def mixed(store: SqliteCheckpointer) -> Workflow:
+        def ask(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+            return {"name": ctx.interrupt({"question": "Name?", "schema": {"type": "string"}})}
+
+        g = StateGraph("mixed").add_node("start", lambda s: None).add_node("ask", ask)
+        g.add_node("pay", lambda s: {"paid": True}).set_entry_point("start")
+        g.add_edge("start", "ask").add_edge("start", "pay").add_interrupt_before("pay")
+        return g.compile(store)
+
+    with SqliteCheckpointer(path) as store:
+        run = mixed(store).start({}).run()
+        assert sorted(t.task_id for t in run.pending()) == ["ask", "pay"]
+    assert cli("respond", run.run_id, "--db", path, "--value", '"Ada"', "--as", "ada")[0] == 0
+    code, _ = cli(
+        "respond", run.run_id, "--db", path, "--value", "1", "--as", "ada", "--task", "pay"
+    )
+    assert code == 1
+    assert "waits for an approval of task 'pay', not for an answer" in capsys.readouterr().err
+    assert cli("approve", run.run_id, "--db", path, "--as", "bob", "--task", "pay")[0] == 0
+    with SqliteCheckpointer(path) as store:
+        done = mixed(store).attach(run.run_id).run()
+        assert (done.status, done.state) == (Status.COMPLETED, {"name": "Ada", "paid": True})
+
+
 @pytest.mark.slow
 def test_processes_racing_to_answer_one_question_record_exactly_one_answer(
     tmp_path: Path,

@@ -181,8 +181,8 @@ def _validate(
 
 
 def waiting(store: Checkpointer, run_id: str) -> dict[str, dict[str, Any]]:
-    """What the run's current pause waits for, by task id (``""``-free: the node's name
-    when the pause holds no tasks).
+    """What the run's current pause waits for, by task id (the node's name when the pause
+    holds no tasks).
 
     Each value is the pause's ``interrupted`` payload flattened: ``when`` (``"input"`` for
     a question, ``"child"`` for a paused subgraph, ``"before"``/``"after"`` for an
@@ -285,6 +285,8 @@ def respond(
     paused = waiting(store, run_id) if record.status == Status.PENDING else {}
     if task is not None:
         paused = {t: q for t, q in paused.items() if t == task}
+    elif paused:  # without a task, only what asks something: held approvals are not
+        paused = {t: q for t, q in paused.items() if q["when"] in ("input", "child")}
     if not paused and record.status == Status.PENDING:
         raise NoQuestion(run_id, record.node, task)
     if not paused:  # decided already: the store refuses it, and audits the attempt
