@@ -40,6 +40,8 @@ END = "END"
 """Pseudo-node after the last node: ``add_edge("refund", END)``. A node with no edge ends too."""
 
 RESERVED = frozenset({START, END, "__start__", "__end__"})
+SPELLED: dict[str, str] = {"__start__": START, "__end__": END}
+"""LangGraph's values of ``START`` and ``END``, which its users also type as strings."""
 
 
 def _check_name(name: object, what: str) -> str:
@@ -244,6 +246,8 @@ class StateGraph(Drawable):
         concurrently. A list of sources is a join: ``add_edge(["b", "c"], "d")`` runs ``d``
         once, after both ``b`` and ``c`` have run.
         """
+        source = SPELLED.get(source, source) if isinstance(source, str) else source
+        target = SPELLED.get(target, target)
         if source == START:
             return self.set_entry_point(target)
         if not isinstance(source, str):
@@ -276,7 +280,12 @@ class StateGraph(Drawable):
         returns an outcome). Diagrams draw exactly these edges; any other answer fails the
         run with :class:`~agentnb.errors.RoutingError`.
         """
-        if source == START:
+        if isinstance(targets, Mapping):
+            targets = {outcome: SPELLED.get(node, node) for outcome, node in targets.items()}
+        elif isinstance(targets, list | tuple) and any(t in SPELLED for t in targets):
+            names: Sequence[str] = targets  # the router says "__end__": END
+            targets = {t: SPELLED.get(t, t) for t in names}
+        if SPELLED.get(source, source) == START:
             raise DefinitionError(
                 "a conditional edge cannot leave START: a run starts at one node",
                 culprit=START,

@@ -163,3 +163,15 @@ def test_add_sequence_chains_functions_and_named_pairs_in_order() -> None:
     assert (g.edges["fetch"], g.edges["clean"]) == (["clean"], ["save"])
     run = g.add_edge(START, "fetch").compile().invoke({"path": []})
     assert run.state["path"] == ["fetch", "clean"]
+
+
+def test_langgraphs_start_and_end_strings_mean_start_and_end() -> None:
+    def route(state: dict[str, Any]) -> Literal["again", "__end__"]:
+        return "again" if len(state["path"]) < 3 else "__end__"
+
+    g = nodes("again").add_edge("__start__", "again").add_conditional_edges("again", route)
+    assert g.branches["again"].targets == {"again": "again", "__end__": END}
+    run = g.compile().invoke({"path": []})
+    assert (run.status, run.state["path"]) == (Status.COMPLETED, ["again"] * 3)
+    g = nodes("a").set_entry_point("a").add_edge("a", "__end__")
+    assert g.edges["a"] == [END]
