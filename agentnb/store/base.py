@@ -352,7 +352,11 @@ class Checkpointer(ABC):
 
         When a superstep holds several tasks, each is decided on its own: name it with
         ``task`` (it may be left out when only one is pending). The run becomes
-        ``approved`` once every held task is; rejecting one rejects the run.
+        ``approved`` once every held task is; rejecting one rejects the run. An approval
+        of a held task may carry an edit of that task's input (``edit.update``): it is
+        kept on the task's row (:attr:`PendingTask.update`), and refused
+        (:class:`~agentnb.errors.ConflictingEdit`, audited) when one of its
+        ``edit.replaces`` keys is replaced by another held task's accepted edit.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
         it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
@@ -362,8 +366,9 @@ class Checkpointer(ABC):
 
         Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
         :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`,
-        :class:`~agentnb.errors.NotAuthorized` (or :class:`~agentnb.errors.PolicyUnavailable`)
-        or :class:`~agentnb.errors.StaleApproval` (all audited as refused).
+        :class:`~agentnb.errors.NotAuthorized` (or :class:`~agentnb.errors.PolicyUnavailable`),
+        :class:`~agentnb.errors.StaleApproval` or :class:`~agentnb.errors.ConflictingEdit`
+        (all audited as refused).
         """
 
     # -- reading -------------------------------------------------------------------------
