@@ -504,6 +504,7 @@ def _parser() -> argparse.ArgumentParser:
         "--as",
         "--by",
         dest="approver",
+        metavar="NAME",
         required=True,
         help="your name for the audit (the identity this process runs as is recorded beside it)",
     )
