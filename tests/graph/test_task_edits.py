@@ -225,6 +225,37 @@ def test_the_cli_approves_a_held_task_with_edits_merged_by_the_workflows_reducer
         assert store.decisions(run_id)[0].edit is not None
 
 
+def gate(store: Checkpointer | None = None) -> Workflow:
+    """plan -> pay, paused before pay (one boundary, no held tasks)."""
+    g = StateGraph("gate", reducers={"notes": operator.add})
+    g.add_node("plan", lambda s: {"amount": 900}).add_node("pay", lambda s: {"paid": s["amount"]})
+    g.set_entry_point("plan").add_edge("plan", "pay").add_interrupt_before("pay")
+    return g.compile(store)
+
+
+def test_the_cli_approves_one_pause_with_edits_as_the_pending_steps_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.sqlite3")
+    with SqliteCheckpointer(path) as store:
+        run_id = gate(store).start({"notes": []}).run().run_id
+    monkeypatch.chdir(ROOT)
+    argv = ["approve", run_id, "--db", path, "--as", "ada", "--update"]
+    edit = '{"amount": 300, "notes": ["capped"]}'
+    workflow = ["--workflow", "tests.graph.test_task_edits:gate"]
+    assert main([*argv, "{not json", *workflow], out=io.StringIO()) == 2
+    assert "--update is not JSON" in capsys.readouterr().err
+    assert main([*argv, edit, *workflow], out=io.StringIO()) == 0, capsys.readouterr().err
+    with SqliteCheckpointer(path) as store:
+        run = gate(store).attach(run_id)
+        assert run.state["amount"] == 300  # the edit is the pending step's checkpoint
+        run.run()
+        assert run.state == {"amount": 300, "notes": ["capped"], "paid": 300}
+        [decision] = store.decisions(run_id)
+        assert decision.edit is not None
+        assert decision.edit["update"] == {"amount": 300, "notes": ["capped"]}
+
+
 @pytest.mark.slow
 def test_two_processes_deciding_different_held_tasks_both_succeed_each_once(
     tmp_path: Path,
