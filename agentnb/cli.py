@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from agentnb import __version__
 from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
+from agentnb.graph.questions import open_questions
 from agentnb.store.records import Decision, Event, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
@@ -132,6 +133,14 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         state = store.checkpoint(args.run).state
         decisions = store.decisions(args.run)
         policy = store.run_policy(args.run)
+        questions = open_questions(store, run.run_id)
+        held = store.pending_tasks(run.run_id)
+        prefix = f"{run.run_id}/"
+        children = [
+            r
+            for r in sorted(store.list_runs(), key=lambda r: r.created_at)
+            if r.run_id.startswith(prefix) and "/" not in r.run_id[len(prefix) :]
+        ]
     if args.json:
         json.dump(
             {
@@ -141,6 +150,22 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 "node": run.node,
                 "step": run.step,
                 "pending_digest": run.pending_digest,
+                "questions": questions,
+                "children": [
+                    {"run_id": c.run_id, "graph": c.graph, "status": c.status.value}
+                    for c in children
+                ],
+                "held": [
+                    {
+                        "task": t.task_id,
+                        "node": t.node,
+                        "status": t.status,
+                        "by": t.decided_by,
+                        "digest": t.digest,
+                        "update": t.update,
+                    }
+                    for t in held
+                ],
                 "started_by": None if policy.started_by is None else policy.started_by.to_json(),
                 "approvers": {k: p.to_json() for k, p in policy.interrupts.items()},
                 "decisions": [
@@ -175,14 +200,31 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return OK
     out.write(f"run      {run.run_id}\ngraph    {run.graph}\n")
-    out.write(f"status   {_describe_status(run)}\n")
+    status = _describe_status(run)
+    if questions:  # a question, not a yes/no: say what the run waits for
+        many = f"{len(questions)} answers" if len(questions) > 1 else "an answer"
+        status = f"pending: waiting for {many} (agentnb respond; the questions are below)"
+    out.write(f"status   {status}\n")
     out.write(f"step     {run.step} of max {run.max_steps}, next node {run.node!r}\n")
     if policy.started_by is not None:
         out.write(f"started  by {policy.started_by}\n")
     for key, rule in sorted(policy.interrupts.items()):
         out.write(f"policy   {key}: {rule.describe()}\n")
-    if run.pending_digest and run.status == Status.PENDING:
+    if run.pending_digest and run.status == Status.PENDING and not held:
         out.write(f"digest   {run.pending_digest}  (approve --digest binds to this state)\n")
+    for t in held:
+        who = f" by {t.decided_by}" if t.decided_by else ""
+        edit = f", edit {_short(t.update, 50)}" if t.update is not None else ""
+        out.write(f"held     task {t.task_id!r} ({t.node}): {t.status}{who}{edit}")
+        out.write(f"  digest {t.digest}\n" if t.status == "pending" else "\n")
+    for child in children:
+        out.write(f"subgraph {child.run_id} ({child.graph}): {_describe_status(child)}\n")
+    for q in questions:
+        where = f"task {q['task']!r}" + (f" (in subgraph run {q['in']})" if "in" in q else "")
+        out.write(f"question {where}: {q['question']}\n")
+        out.write(f"  schema {json.dumps(q['schema'], ensure_ascii=False)}\n")
+        out.write(f"  answer agentnb respond {run.run_id} --db {args.db} --value JSON --as NAME")
+        out.write(f" --task {q['task']}\n" if len(questions) > 1 else "\n")
     out.write("events\n   seq step  type          node               payload\n")
     for event in events:
         _print_event(event, out)
@@ -206,14 +248,86 @@ def _decider(d: Decision) -> str:
 
 def _cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     decision = "approved" if args.command == "approve" else "rejected"
-    with _open_existing(args.db) as store:
-        record = store.decide(
-            args.run, decision, args.approver, comment=args.comment, expected_digest=args.digest
+    update = getattr(args, "update", None)
+    if update is not None and not args.workflow:
+        raise _UsageError(
+            "an edit is merged by the workflow's reducers: name the workflow with "
+            "--workflow MODULE:ATTR (its StateGraph or Workflow)"
         )
+    with _open_existing(args.db) as store:
+        if getattr(args, "workflow", None):
+            workflow = _workflow(args.workflow, store)
+            record = workflow.attach(args.run).decide(
+                decision,
+                by=args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+                update=None if update is None else _json_arg("--update", update),
+            )
+        else:
+            record = store.decide(
+                args.run,
+                decision,
+                args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+            )
         run = store.get_run(args.run)
     out.write(
         f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
         f"as {_decider(record)}\n"
+    )
+    out.write(f"status: {_describe_status(run)}\n")
+    return OK
+
+
+def _json_arg(flag: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"{flag} is not JSON ({exc.msg}); quote it: {flag} '{{...}}'") from None
+
+
+def _workflow(target: str, store: SqliteCheckpointer) -> Any:
+    """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
+    from agentnb.graph import StateGraph, Workflow
+    from agentnb.render.export import TargetError, import_target
+
+    try:
+        found = import_target(target)
+    except TargetError as exc:
+        raise _UsageError(str(exc)) from None
+    graph = found.graph if isinstance(found, Workflow) else found
+    if not isinstance(graph, StateGraph):
+        raise _UsageError(f"{target} is a {type(found).__name__}, not a StateGraph or Workflow")
+    return graph.compile(store)
+
+
+def _cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.graph.questions import respond
+
+    try:
+        value = json.loads(args.value)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"--value is not JSON ({exc.msg}); a string is quoted twice: --value '\"yes\"'"
+        ) from None
+    with _open_existing(args.db) as store:
+        record = respond(
+            store,
+            args.run,
+            value,
+            by=args.approver,
+            comment=args.comment,
+            task=args.task,
+            expected_digest=args.digest,
+        )
+        run = store.get_run(args.run)
+    out.write(
+        f"answered run {record.run_id} at {record.node!r} (step {record.step}) with "
+        f"{_short(value)} as {_decider(record)}\n"
     )
     out.write(f"status: {_describe_status(run)}\n")
     return OK
@@ -367,6 +481,42 @@ def _parser() -> argparse.ArgumentParser:
         )
         cmd.add_argument("--comment", help="why")
         cmd.add_argument("--digest", help="refuse if the pending state is not this one")
+        cmd.add_argument("--task", help="which held task (when a superstep holds several)")
+        cmd.add_argument(
+            "--workflow",
+            metavar="MODULE:ATTR",
+            help="the run's StateGraph or Workflow: its reducers merge --update, and its "
+            "approver functions are checked",
+        )
+        if name == "approve":
+            cmd.add_argument(
+                "--update",
+                metavar="JSON",
+                help="approve with edits: state keys to change, merged by the reducers "
+                "(needs --workflow)",
+            )
+
+    respond = sub.add_parser(
+        "respond",
+        help="answer the question a paused run asks (ctx.interrupt): checked against its "
+        "schema, recorded once, audited",
+    )
+    respond.add_argument("run", help="the run id")
+    respond.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    respond.add_argument(
+        "--value", required=True, metavar="JSON", help="the answer, as JSON: 3, '\"yes\"', '{...}'"
+    )
+    respond.add_argument(
+        "--as",
+        "--by",
+        dest="approver",
+        metavar="NAME",
+        required=True,
+        help="your name for the audit (the identity this process runs as is recorded beside it)",
+    )
+    respond.add_argument("--task", help="which held task's question (when several wait)")
+    respond.add_argument("--comment", help="why")
+    respond.add_argument("--digest", help="refuse if the question's state is not this one")
 
     prune = sub.add_parser(
         "prune",
@@ -514,6 +664,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "worker": _cmd_worker,
     "approve": _cmd_decide,
     "reject": _cmd_decide,
+    "respond": _cmd_respond,
 }
 
 

@@ -30,6 +30,8 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── ApprovalNotPending     the run is not waiting for a decision (decided already?)
     │   ├── TaskNotNamed           several tasks await approval: say which one is decided
     │   ├── InvalidAnswer          an answer to a node's question does not fit its schema
+    │   ├── NoQuestion             the run waits for an approval, not for an answer
+    │   ├── ConflictingEdit        two held tasks' edits replace one key that has no reducer
     │   ├── StaleApproval          the approver saw a state that has changed since
     │   └── NotAuthorized          the interrupt's approver policy refuses this identity
     │       └── PolicyUnavailable  the policy is code this process has not loaded (the CLI)
@@ -54,6 +56,7 @@ __all__ = [
     "AgentnbError",
     "ApprovalNotPending",
     "BreakerOpen",
+    "ConflictingEdit",
     "ConflictingUpdate",
     "DecisionError",
     "DefinitionError",
@@ -68,6 +71,7 @@ __all__ = [
     "InvalidState",
     "LeaseLost",
     "MissingDependency",
+    "NoQuestion",
     "NodeFailed",
     "NodeTimeout",
     "NotAuthorized",
@@ -469,6 +473,35 @@ class InvalidAnswer(DecisionError):
         super().__init__(
             f"the answer for run {run_id!r} does not fit the question: {listing}. The run is "
             "still waiting; respond again with a value the schema accepts."
+        )
+
+
+class NoQuestion(DecisionError):
+    """The run is pending, but at an approval (or a held task) that asks no question."""
+
+    def __init__(self, run_id: str, node: str, task: str | None = None) -> None:
+        self.run_id = run_id
+        self.node = node
+        self.task = task
+        where = f"task {task!r}" if task else f"node {node!r}"
+        super().__init__(
+            f"run {run_id!r} waits for an approval of {where}, not for an answer; nothing "
+            "was decided. Approve or reject it (run.approve(by=...) / agentnb approve RUN)"
+        )
+
+
+class ConflictingEdit(DecisionError):
+    """An approval's edit replaces a key another task of the superstep already wrote."""
+
+    def __init__(self, run_id: str, task: str, key: str, other: str) -> None:
+        self.run_id = run_id
+        self.task = task
+        self.key = key
+        self.other = other
+        super().__init__(
+            f"run {run_id!r}: the edit approving task {task!r} replaces {key!r}, which "
+            f"{other} also writes in this superstep, and {key!r} has no reducer; nothing "
+            "was decided. Approve without editing that key, or give it a reducer"
         )
 
 

@@ -23,13 +23,22 @@ def finance_over_500(identity: Identity, run: PendingRun) -> bool:
 
 
 def workflow(db: str, kind: str) -> Workflow:
+    return graph(kind).compile(SqliteCheckpointer(db))
+
+
+def callable_graph() -> StateGraph:
+    """The ``callable`` kind's graph, for ``agentnb approve --workflow MODULE:ATTR``."""
+    return graph("callable")
+
+
+def graph(kind: str) -> StateGraph:
     graph = StateGraph(f"refund-{kind}")
     graph.add_node("plan", lambda s: {"amount": s["requested"]})
     graph.add_node("refund", lambda s: {"paid": s["amount"]})
     graph.set_entry_point("plan").add_edge("plan", "refund")
     approvers: Any = {"ada", "bob"} if kind == "members" else finance_over_500
     graph.add_interrupt_before("refund", approvers=approvers, separate_duties=kind == "members")
-    return graph.compile(SqliteCheckpointer(db))
+    return graph
 
 
 def main(db: str, command: str, kind: str, *rest: str) -> int:

@@ -108,3 +108,18 @@ def test_the_cli_refuses_a_callable_policy_that_the_workflows_process_then_check
     assert (audit[0][2] or "").startswith("policy unavailable: policy ")
     assert audit[1][:2] == ("mallory", False)
     assert audit[2] == ("bob", True, None)
+
+
+def test_the_cli_given_the_workflow_checks_its_callable_policy_itself(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite3"
+    run_id = worker("ada", db, "start", "callable").stdout.strip()
+    code = ["--workflow", "tests.approver_worker:callable_graph"]
+    refused = agentnb("mallory", "approve", run_id, "--db", str(db), "--as", "m", *code)
+    assert refused.returncode == 1
+    assert "finance_over_500 refused mallory" in refused.stderr  # checked, not unavailable
+    approved = agentnb("bob", "approve", run_id, "--db", str(db), "--as", "bob", *code)
+    assert approved.returncode == 0, approved.stderr
+    assert status(db, run_id) == Status.APPROVED
+    wrong = agentnb("bob", "approve", run_id, "--db", str(db), "--as", "bob", "--workflow", "x")
+    assert wrong.returncode == 2
+    assert "MODULE:ATTR" in wrong.stderr

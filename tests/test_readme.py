@@ -32,3 +32,11 @@ def test_the_readme_code_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert namespace["refunds"] == [800, 900, 50]
     assert namespace["run"].status == "completed"
     namespace["store"].close()
+
+
+def test_the_readme_states_plainly_what_happens_when_a_question_is_answered() -> None:
+    text = " ".join(README.read_text().split())
+    assert "What happens on resume, plainly: **the node runs again from its start**" in text
+    assert "`ctx.interrupt` then returns the recorded answer" in text
+    assert "except what went through `ctx.once`, which returns its recorded result" in text
+    assert "`agentnb respond RUN --db FILE --value JSON --as NAME [--task TASK]`" in text

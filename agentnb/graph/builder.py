@@ -7,13 +7,23 @@ node that does not exist, a node nothing reaches) when compiling.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+import copy
+import itertools
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Self, cast
 
 from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
-from agentnb.graph.state import DEFAULT_REDUCERS, Reducer
+from agentnb.graph.nodes import (
+    Branch,
+    Join,
+    NodeFn,
+    NodeSpec,
+    Router,
+    function_node,
+    run_subgraph,
+)
+from agentnb.graph.state import DEFAULT_REDUCERS, Reducer, reducers_of
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, declare
 
@@ -30,57 +40,8 @@ END = "END"
 """Pseudo-node after the last node: ``add_edge("refund", END)``. A node with no edge ends too."""
 
 RESERVED = frozenset({START, END, "__start__", "__end__"})
-
-NodeFn = Callable[..., Any]
-Router = Callable[[dict[str, Any]], Any]
-"""``router(state)`` returns an outcome, a :class:`~agentnb.Send`, or a list of them."""
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSpec:
-    """A node: its function, and how to call it."""
-
-    name: str
-    fn: NodeFn
-    takes_ctx: bool
-    is_async: bool
-    description: str | None = None
-    timeout: float | None = None
-    retry: Retry | None = None
-    breaker: CircuitBreaker | None = None
-    subgraph: StateGraph | None = None
-    """A graph run as this node (its own run, nested under the parent's)."""
-    input_keys: tuple[str, ...] | None = None
-    """The parent's keys a subgraph starts with (all of them when ``None``)."""
-    output_keys: tuple[str, ...] | None = None
-    """The subgraph's keys that come back to the parent (every changed one when ``None``)."""
-
-    @property
-    def guarded(self) -> bool:
-        """True when a timeout, retry policy or breaker wraps the call."""
-        return self.timeout is not None or self.retry is not None or self.breaker is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Branch:
-    """A conditional edge: ``router(state)`` returns an outcome; ``targets`` maps it to a node."""
-
-    source: str
-    router: Router
-    targets: Mapping[str, str]
-
-    @property
-    def labelled(self) -> bool:
-        """True when outcomes differ from node names (the edge is labelled in diagrams)."""
-        return any(outcome != node for outcome, node in self.targets.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Join:
-    """``add_edge([a, b], c)``: ``target`` runs once, after every one of ``sources`` ran."""
-
-    sources: tuple[str, ...]
-    target: str
+SPELLED: dict[str, str] = {"__start__": START, "__end__": END}
+"""LangGraph's values of ``START`` and ``END``, which its users also type as strings."""
 
 
 def _check_name(name: object, what: str) -> str:
@@ -100,30 +61,17 @@ def _check_name(name: object, what: str) -> str:
     return name
 
 
-def _arity(fn: NodeFn, name: str) -> bool:
-    """Whether ``fn`` takes ``(state, ctx)`` rather than ``(state)``."""
-    import inspect
-
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # builtins without a signature: assume fn(state)
-        return False
-    positional = [
-        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    required = [p for p in positional if p.default is p.empty]
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
-    if len(required) > 2 or (not positional and not varargs):
+def _name_of(fn: object) -> str:
+    """The name ``add_node(fn)`` gives a node: the function's, or the subgraph's."""
+    graph = _subgraph_of(fn)
+    name = graph.name if graph is not None else getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
         raise DefinitionError(
-            f"node {name!r}: {getattr(fn, '__name__', fn)!r} takes {len(required)} required "
-            "arguments",
-            culprit=name,
-            fix="A node is fn(state) or fn(state, ctx) and returns a dict of changes or None.",
+            f"add_node({fn!r}): this node has no name of its own to go by",
+            culprit=repr(fn),
+            fix='Name it: add_node("name", fn).',
         )
-    # A second parameter with a default (``lambda state, i=i: ...``) is the caller's own;
-    # it receives ctx only when it is required or named for it.
-    named_ctx = len(positional) >= 2 and positional[1].name in ("ctx", "context")
-    return len(required) >= 2 or named_ctx or varargs
+    return name
 
 
 def _subgraph_of(fn: object) -> StateGraph | None:
@@ -131,17 +79,6 @@ def _subgraph_of(fn: object) -> StateGraph | None:
         return fn
     graph = getattr(fn, "graph", None)  # a compiled Workflow keeps its StateGraph
     return graph if isinstance(graph, StateGraph) and hasattr(fn, "checkpointer") else None
-
-
-async def _run_subgraph(state: dict[str, Any]) -> None:  # the driver runs subgraphs itself
-    raise AssertionError("a subgraph node is driven by the runtime, never called")
-
-
-def _is_async(fn: NodeFn) -> bool:
-    import inspect
-
-    call = getattr(fn, "__call__", None)  # noqa: B004 - instances with an async __call__
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 class StateGraph(Drawable):
@@ -158,20 +95,23 @@ class StateGraph(Drawable):
         >>> g.add_node("greet", lambda state: {"greeting": f"hi {state['name']}"})
         StateGraph('hello', nodes=['greet'])
         >>> wf = g.set_entry_point("greet").compile()
-        >>> [e.type for e in wf.stream({"name": "Ada"})]
+        >>> [str(e.type) for e in wf.stream({"name": "Ada"})]
         ['run_started', 'node_start', 'state_update', 'completed']
     """
 
     def __init__(
         self,
-        name: str = "workflow",
+        name: str | type = "workflow",
         *,
         reducers: Mapping[str, Reducer] | None = None,
         max_steps: int = 25,
     ) -> None:
+        declared: dict[str, Reducer] = {}
+        if isinstance(name, type):  # LangGraph's StateGraph(State): reducers from the schema
+            declared, name = reducers_of(name), name.__name__
         self.name = _check_name(name, "graph")
         self.max_steps = max_steps
-        self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **(reducers or {})}
+        self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **declared, **(reducers or {})}
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: dict[str, list[str]] = {}
         """Plain edges: each source's targets, in declaration order (several fan out)."""
@@ -188,8 +128,8 @@ class StateGraph(Drawable):
 
     def add_node(
         self,
-        name: str,
-        fn: NodeFn,
+        name: str | NodeFn,
+        fn: NodeFn | None = None,
         *,
         description: str | None = None,
         timeout: float | None = None,
@@ -206,6 +146,9 @@ class StateGraph(Drawable):
         the keys it changed (or only ``output_keys``) come back as this node's delta.
         An interrupt inside it pauses the parent, and is decided from the parent.
 
+        ``add_node(fn)`` (LangGraph's short form) names the node after the function
+        (``fn.__name__``), or after the graph for a subgraph.
+
         Args:
             name: unique within the graph.
             fn: the node's function, or a graph.
@@ -215,6 +158,15 @@ class StateGraph(Drawable):
             breaker: a :class:`~agentnb.resilience.CircuitBreaker` shared by the nodes that
                 call the same dependency.
         """
+        if fn is None:
+            fn = cast(NodeFn, name)
+            name = _name_of(fn)
+        if not isinstance(name, str):
+            raise DefinitionError(
+                f"add_node({name!r}, ...): the first argument is the node's name",
+                culprit=repr(name),
+                fix='Write add_node("name", fn), or add_node(fn) to name it after fn.',
+            )
         _check_name(name, "node")
         if name in self.nodes:
             raise DefinitionError(
@@ -232,7 +184,7 @@ class StateGraph(Drawable):
                 )
             self.nodes[name] = NodeSpec(
                 name,
-                _run_subgraph,
+                run_subgraph,
                 False,
                 True,
                 description or f"subgraph {subgraph.name!r}",
@@ -247,39 +199,45 @@ class StateGraph(Drawable):
                 culprit=name,
                 fix="Pass a StateGraph or Workflow as the node, or drop the keys.",
             )
-        if not callable(fn):
-            raise DefinitionError(
-                f"node {name!r}: {fn!r} is not callable",
-                culprit=name,
-                fix="Pass a function fn(state) or fn(state, ctx).",
-            )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise DefinitionError(
-                f"node {name!r}: timeout={timeout!r} must be a positive number of seconds",
-                culprit=name,
-            )
-        if breaker is not None and not isinstance(breaker, CircuitBreaker):
-            raise DefinitionError(
-                f"node {name!r}: breaker={breaker!r} is not a CircuitBreaker", culprit=name
-            )
-        self.nodes[name] = NodeSpec(
-            name,
-            fn,
-            _arity(fn, name),
-            _is_async(fn),
-            description,
-            None if timeout is None else float(timeout),
-            Retry.coerce(retry),
-            breaker,
-        )
+        self.nodes[name] = function_node(name, fn, description, timeout, retry, breaker)
+        return self
+
+    def add_sequence(self, nodes: Sequence[NodeFn | tuple[str, NodeFn]]) -> Self:
+        """Add nodes that run one after the other (LangGraph's ``add_sequence``).
+
+        Each item is a function (named after itself) or a ``(name, fn)`` pair; an edge
+        leads from each to the next.
+        """
+        names = []
+        for item in nodes:
+            if isinstance(item, tuple):
+                self.add_node(*item)
+                names.append(item[0])
+            else:
+                self.add_node(item)
+                names.append(list(self.nodes)[-1])
+        for source, target in itertools.pairwise(names):
+            self.add_edge(source, target)
         return self
 
     def set_entry_point(self, name: str) -> Self:
-        """The node a run starts at."""
+        """The node a run starts at (``add_edge(START, name)`` says the same).
+
+        A run has one entry node: to start with several branches, let it fan out.
+        """
+        if self.entry is not None and self.entry != name:
+            raise DefinitionError(
+                f"the entry point is already {self.entry!r}; a run starts at one node, "
+                f"not at {self.entry!r} and {name!r}",
+                culprit=name,
+                fix=f"Fan out from the entry node instead: add_edge({self.entry!r}, {name!r}).",
+            )
         self.entry = name
         return self
+
+    def set_finish_point(self, name: str) -> Self:
+        """After ``name`` runs, the run ends (LangGraph's spelling of ``add_edge(name, END)``)."""
+        return self.add_edge(name, END)
 
     def add_edge(self, source: str | Sequence[str], target: str) -> Self:
         """After ``source`` runs, go to ``target`` (a node or ``END``).
@@ -288,6 +246,8 @@ class StateGraph(Drawable):
         concurrently. A list of sources is a join: ``add_edge(["b", "c"], "d")`` runs ``d``
         once, after both ``b`` and ``c`` have run.
         """
+        source = SPELLED.get(source, source) if isinstance(source, str) else source
+        target = SPELLED.get(target, target)
         if source == START:
             return self.set_entry_point(target)
         if not isinstance(source, str):
@@ -320,6 +280,18 @@ class StateGraph(Drawable):
         returns an outcome). Diagrams draw exactly these edges; any other answer fails the
         run with :class:`~agentnb.errors.RoutingError`.
         """
+        if isinstance(targets, Mapping):
+            targets = {outcome: SPELLED.get(node, node) for outcome, node in targets.items()}
+        elif isinstance(targets, list | tuple) and any(t in SPELLED for t in targets):
+            names: Sequence[str] = targets  # the router says "__end__": END
+            targets = {t: SPELLED.get(t, t) for t in names}
+        if SPELLED.get(source, source) == START:
+            raise DefinitionError(
+                "a conditional edge cannot leave START: a run starts at one node",
+                culprit=START,
+                fix='Route from a first node: add_node("route", lambda state: None), '
+                'set_entry_point("route"), then add_conditional_edges("route", ...).',
+            )
         if not callable(router):
             raise DefinitionError(
                 f"router for {source!r} is not callable",
@@ -347,6 +319,32 @@ class StateGraph(Drawable):
             )
         self.branches[source] = Branch(source, router, mapping)
         return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Router,
+        path_map: Sequence[str] | Mapping[str, str] | None = None,
+    ) -> Self:
+        """LangGraph's spelling of :meth:`add_conditional_edge`.
+
+        ``path_map`` is a list of the nodes ``path(state)`` may return, a dict
+        ``outcome -> node``, or omitted when ``path``'s return annotation is a
+        ``Literal[...]`` of node names. Where the run may go is declared either way.
+
+        Example:
+            >>> from typing import Literal
+            >>> def size(state) -> Literal["approve", "refund"]:
+            ...     return "approve" if state["amount"] > 500 else "refund"
+            >>> g = StateGraph("refund")
+            >>> for name in ("plan", "approve", "refund"):
+            ...     g = g.add_node(name, lambda state: None)
+            >>> g.set_entry_point("plan").add_conditional_edges("plan", size)
+            StateGraph('refund', nodes=['plan', 'approve', 'refund'])
+        """
+        from agentnb.graph.routes import declared_targets
+
+        return self.add_conditional_edge(source, path, declared_targets(source, path, path_map))
 
     def add_interrupt_before(
         self,
@@ -393,6 +391,11 @@ class StateGraph(Drawable):
         self.interrupts_after.update(nodes)
         return self
 
+    def _named(self, nodes: Sequence[str] | str | None) -> set[str]:
+        if nodes == "*":
+            return set(self.nodes)
+        return {nodes} if isinstance(nodes, str) else set(nodes or ())
+
     def _declare(
         self, when: str, nodes: Sequence[str], approvers: object, separate_duties: object
     ) -> None:
@@ -423,6 +426,8 @@ class StateGraph(Drawable):
         max_concurrency: int = 16,
         keep_streams: bool = True,
         identity: IdentityProvider | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
@@ -439,12 +444,20 @@ class StateGraph(Drawable):
             identity: who this process is (a ``callable() -> Identity``) for the runs it
                 starts and the decisions it makes; the checkpointer's provider (JupyterHub's
                 user, else the OS user) when omitted.
+            interrupt_before: LangGraph's compile-time form of :meth:`add_interrupt_before`
+                (``"*"``: every node), for this workflow only: the graph is not changed.
+            interrupt_after: the same for :meth:`add_interrupt_after`.
         """
         from agentnb.graph.workflow import Workflow
 
         steps = self.max_steps if max_steps is None else max_steps
+        graph = self
+        if interrupt_before or interrupt_after:
+            graph = copy.copy(self)
+            graph.interrupts_before = self.interrupts_before | self._named(interrupt_before)
+            graph.interrupts_after = self.interrupts_after | self._named(interrupt_after)
         return Workflow(
-            self,
+            graph,
             checkpointer,
             max_steps=steps,
             lease_seconds=lease_seconds,

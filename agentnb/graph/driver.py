@@ -96,6 +96,9 @@ class Driver:
         self.live: Live | None = None  # set by astream(mode="custom")
         self.halt: Callable[[], bool] | None = None  # asked between supersteps (a Worker stopping)
         self.approvals: dict[str, str] = {}  # task id ("" for the run) -> who approved
+        # Held task id -> the edit its approval carried, in the superstep in flight: that
+        # task's input, and a write of the superstep (merged before the tasks' deltas).
+        self.edits: dict[str, dict[str, Any]] = {}
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
@@ -214,15 +217,18 @@ class Driver:
                     tasks = plan(wf, frontier)
                     gated = next((t.node for t in tasks if t.node in before), None)
                 held: list[Task] = []
+                self.edits = {}
                 if gated is not None and len(tasks) > 1:
                     # An interrupt holds its own task; the others run meanwhile. Each held
                     # task is approved on its own (its row in the store says whether).
                     gated = None
-                    approved_ids = {
-                        p.task_id
+                    decided = [
+                        p
                         for p in self.store.pending_tasks(self.run_id)
                         if p.step == step and p.status == "approved"
-                    }
+                    ]
+                    approved_ids = {p.task_id for p in decided}
+                    self.edits = {p.task_id: p.update for p in decided if p.update is not None}
                     held = [t for t in tasks if t.node in before and t.id not in approved_ids]
                 if not tasks:
                     yield self._finish(state_json, step)
@@ -388,7 +394,7 @@ class Driver:
         state: dict[str, Any],
     ) -> tuple[dict[str, Any], str]:
         """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
-        writes = [(t.id, results[t.id]) for t in tasks]
+        writes = self._state_edits(tasks) + [(t.id, results[t.id]) for t in tasks]
         try:
             nodes = self.workflow.nodes
             nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
@@ -485,6 +491,7 @@ class Driver:
             yield event
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
+        inputs = {t.id: self._edited(t, step, state_json) for t in todo}
 
         async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
@@ -494,7 +501,8 @@ class Driver:
 
             async with limit:
                 try:
-                    return await self._invoke(task, step, state_json, sink, threaded=True)
+                    call, given = inputs[task.id]
+                    return await self._invoke(call, step, given, sink, threaded=True)
                 except (Asked, ChildPaused, ChildStepped) as asked:
                     return asked
 
@@ -537,6 +545,26 @@ class Driver:
                 future.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    def _edited(self, task: Task, step: int, state_json: str) -> tuple[Task, str]:
+        """A task and its input: the superstep's state, with its approval's edit merged
+        in if it was approved with one (``run.approve(task=..., update=...)``); for a
+        Send, over its payload."""
+        edit = self.edits.get(task.id)
+        if edit is None:
+            return task, state_json
+        given = {**loads(state_json), **(task.payload or {})}
+        edited = self._merge_one(task.node, step, given, edit)[1]
+        return dataclasses.replace(task, payload=None), edited
+
+    def _state_edits(self, tasks: Sequence[Task]) -> list[tuple[str, dict[str, Any]]]:
+        """The superstep's writes from edits, in plan order: the keys that edit the state
+        (a key a Send's payload carries edited that task's input only)."""
+        return [
+            (t.id, {k: v for k, v in self.edits[t.id].items() if k not in (t.payload or {})})
+            for t in tasks
+            if t.id in self.edits
+        ]
 
     async def _wake(self, futures: set[Any]) -> set[Any]:
         """Wait for a future to finish — or, when streaming live, for a node to emit."""

@@ -13,12 +13,34 @@ dependency is needed: the checks are written here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentnb._json import json_path
-from agentnb.errors import AgentnbError
+from agentnb._json import check, dumps, json_path
+from agentnb.errors import (
+    AgentnbError,
+    InvalidAnswer,
+    InvalidState,
+    NoQuestion,
+    TaskNotNamed,
+)
+from agentnb.store.base import DecisionEdit, check_decision
+from agentnb.store.records import Decision, Event, EventType, Status
 
-__all__ = ["KEYWORDS", "Asked", "answer_problems", "check_question"]
+if TYPE_CHECKING:
+    from agentnb.identity import Identity
+    from agentnb.store.base import Checkpointer
+    from agentnb.store.policy import PolicyCheck
+
+__all__ = [
+    "KEYWORDS",
+    "Asked",
+    "answer_edit",
+    "answer_problems",
+    "check_question",
+    "open_questions",
+    "respond",
+    "waiting",
+]
 
 KEYWORDS = frozenset(
     {
@@ -156,3 +178,157 @@ def _validate(
         for key, sub in properties.items():
             if key in value:
                 _validate(value[key], sub, (*path, key), problems)
+
+
+def waiting(store: Checkpointer, run_id: str) -> dict[str, dict[str, Any]]:
+    """What the run's current pause waits for, by task id (the node's name when the pause
+    holds no tasks).
+
+    Each value is the pause's ``interrupted`` payload flattened: ``when`` (``"input"`` for
+    a question, ``"child"`` for a paused subgraph, ``"before"``/``"after"`` for an
+    approval), the question's ``question`` and ``schema``, ``task``, ``digest``, the
+    answer's ledger ``key``, the ``child`` run and the ``node``.
+    """
+    held = [t.task_id for t in store.pending_tasks(run_id) if t.status == "pending"]
+    latest: dict[str, Event] = {}
+    for event in store.events(run_id):
+        if event.type == EventType.INTERRUPTED:
+            latest[str(event.payload.get("task", "")) if held else ""] = event
+    found: dict[str, dict[str, Any]] = {}
+    for task in held or [""]:
+        paused = latest.get(task)
+        if paused is None:
+            continue
+        p = paused.payload
+        name = task or str(paused.node)
+        found[name] = {
+            **p.get("question", {}),
+            "when": p.get("when"),
+            "task": name,
+            "digest": p.get("digest"),
+            "key": p.get("key"),
+            "child": p.get("child"),
+            "node": paused.node,
+        }
+    return found
+
+
+def open_questions(store: Checkpointer, run_id: str) -> list[dict[str, Any]]:
+    """The questions a pending run waits on, its paused subgraphs' included (depth first).
+
+    Each is ``{"task", "node", "question", "schema", "digest"}``, plus ``"in"``: the
+    subgraph's run id, for a question asked inside one. Empty unless the run is pending.
+    """
+    if store.get_run(run_id).status != Status.PENDING:
+        return []
+    found: list[dict[str, Any]] = []
+    for task, pause in waiting(store, run_id).items():
+        if pause["when"] == "input":
+            found.append(
+                {
+                    "task": task,
+                    "node": pause["node"],
+                    "question": pause.get("question"),
+                    "schema": pause.get("schema", {}),
+                    "digest": pause["digest"],
+                }
+            )
+        elif pause["when"] == "child" and pause.get("child"):
+            inner = open_questions(store, pause["child"])
+            found += [{**q, "task": task, "in": q.get("in", pause["child"])} for q in inner]
+    return found
+
+
+def answer_edit(run_id: str, question: Mapping[str, Any], value: Any) -> DecisionEdit:
+    """The answer as a decision's edit, once it fits the question's schema.
+
+    Raises:
+        InvalidAnswer: every way ``value`` breaks the schema (or is not JSON).
+    """
+    problems = answer_problems(value, question.get("schema", {}))
+    try:
+        check(value, root="answer")
+    except InvalidState as exc:
+        problems.append(("$.answer", str(exc)))
+    if problems:
+        raise InvalidAnswer(run_id, problems)
+    return DecisionEdit(answer_key=question["key"], answer_json=dumps(value))
+
+
+def respond(
+    store: Checkpointer,
+    run_id: str,
+    value: Any,
+    *,
+    by: str,
+    comment: str | None = None,
+    task: str | None = None,
+    expected_digest: str | None = None,
+    identity: Identity | None = None,
+    checks: Mapping[str, PolicyCheck] | None = None,
+) -> Decision:
+    """Answer the question a run waits on, with nothing but its store (the CLI's way).
+
+    The same decision as :meth:`Run.respond <agentnb.graph.run.Run.respond>`: checked
+    against the schema first, then recorded exactly once by the store's conditional
+    update and audited. A question inside a subgraph is answered in the subgraph's run,
+    and the pause of each run above it is approved in the same way.
+
+    Raises:
+        InvalidAnswer: ``value`` does not fit the schema; the run stays paused.
+        TaskNotNamed: several questions wait; name one with ``task``.
+        NoQuestion: the run waits for an approval, not an answer.
+        ApprovalNotPending: the run waits for nothing (answered already?), audited.
+    """
+    check_decision("approved", by)
+    record = store.get_run(run_id)
+    paused = waiting(store, run_id) if record.status == Status.PENDING else {}
+    if task is not None:
+        paused = {t: q for t, q in paused.items() if t == task}
+    elif paused:  # without a task, only what asks something: held approvals are not
+        paused = {t: q for t, q in paused.items() if q["when"] in ("input", "child")}
+    if not paused and record.status == Status.PENDING:
+        raise NoQuestion(run_id, record.node, task)
+    if not paused:  # decided already: the store refuses it, and audits the attempt
+        return store.decide(
+            run_id,
+            "approved",
+            by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            identity=identity,
+            checks=checks,
+        )
+    if len(paused) > 1:
+        raise TaskNotNamed(run_id, list(paused))
+    name, question = next(iter(paused.items()))
+    held = name if any(t.status == "pending" for t in store.pending_tasks(run_id)) else None
+    if question["when"] == "child":
+        if store.get_run(question["child"]).status == Status.PENDING:
+            respond(
+                store,
+                question["child"],
+                value,
+                by=by,
+                comment=comment,
+                identity=identity,
+                checks=checks,
+            )
+        edit = None
+    elif question["when"] == "input":
+        edit = answer_edit(run_id, question, value)
+    else:
+        raise NoQuestion(run_id, str(question["node"]), held)
+    digest = expected_digest or question["digest"]
+    return store.decide(
+        run_id,
+        "approved",
+        by,
+        comment=comment,
+        expected_digest=digest,
+        task=held,
+        edit=edit,
+        identity=identity,
+        checks=checks,
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,8 @@ from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
     AgentnbError,
-    ApprovalNotPending,
+    ConflictingEdit,
     IncompatibleWorkflow,
-    InvalidAnswer,
     InvalidDecision,
     InvalidState,
     TaskNotNamed,
@@ -179,6 +178,26 @@ class NodeContext:
         if stored is None:
             raise Asked(asked, key, index)
         return loads(stored)
+
+    def emit_each(self, kind: str, items: Iterable[Any]) -> Iterator[Any]:
+        """Emit every item of ``items`` as it comes, and hand it on to the node.
+
+        ``for token in ctx.emit_each("token", llm.stream(prompt)): text += token``
+        streams an LLM's tokens out while the node keeps them too.
+        """
+        for item in items:
+            self.emit(kind, item)
+            yield item
+
+    async def aemit_each(self, kind: str, items: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        """Async-iterator form of :meth:`emit_each`, for an async node.
+
+        ``async for token in ctx.aemit_each("token", llm.astream(prompt)): ...``: each
+        token reaches ``run.astream(mode="custom")`` while the node still runs.
+        """
+        async for item in items:
+            self.emit(kind, item)
+            yield item
 
     def emit(self, kind: str, data: Any = None) -> None:
         """Stream ``data`` (any JSON value: a token, a progress dict) out of the running node.
@@ -468,7 +487,10 @@ class Run(Drawable, HasTimeline, Viewable):
             update = None
             task = name if self.pending() else None
         if update is not None and decision == "approved":
-            edit, expected_digest = self._edit(update, expected_digest)
+            if task is not None or self.pending():  # held tasks: the edit is this one's input
+                edit, expected_digest = self._task_edit(task, update, expected_digest)
+            else:
+                edit, expected_digest = self._edit(update, expected_digest)
         return self._decide(decision, by, comment, expected_digest, task, edit)
 
     def _inside(self, task: str | None) -> tuple[Run, str] | None:
@@ -516,12 +538,7 @@ class Run(Drawable, HasTimeline, Viewable):
         self, update: dict[str, Any], expected_digest: str | None
     ) -> tuple[DecisionEdit, str | None]:
         """The edited state an approval carries, bound to the digest of what was shown."""
-        if not isinstance(update, dict):
-            raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
-        try:
-            check(update, root="update")
-        except InvalidState as exc:
-            raise InvalidDecision(f"{exc}; nothing was decided") from exc
+        _check_update(update)
         record = self._store.get_run(self.run_id)
         checkpoint = self._store.checkpoint(self.run_id)
         state = apply_delta(checkpoint.state, update, self.workflow.reducers)
@@ -534,6 +551,46 @@ class Run(Drawable, HasTimeline, Viewable):
             approved_digest=pending_digest(self.run_id, record.node, record.step, state_json),
         )
         return edit, shown
+
+    def _task_edit(
+        self, task: str | None, update: dict[str, Any], expected_digest: str | None
+    ) -> tuple[DecisionEdit, str | None]:
+        """The edit of one held task's input, bound to the digest that task was shown.
+
+        Refused before anything is stored when it replaces a key (one without a reducer)
+        that a task which finished before the pause wrote: that result would overwrite
+        the edit, or the edit the result. The store refuses the same clash with another
+        held task's edit, inside the decision's transaction.
+        """
+        _check_update(update)
+        waiting = self.pending()
+        if task is None and len(waiting) > 1:
+            raise TaskNotNamed(self.run_id, [t.task_id for t in waiting])
+        held = next((t for t in waiting if task in (None, t.task_id)), None)
+        if held is None:  # not pending (any more): the store refuses it, and audits that
+            return DecisionEdit(update=update), expected_digest
+        reducers = self.workflow.reducers
+        checkpoint = self._store.checkpoint(self.run_id)
+        frontier = Frontier.at(checkpoint.node, checkpoint.tasks)
+        given = next(
+            (t.payload for t in plan(self.workflow, frontier) if t.id == held.task_id), None
+        )
+        shown = {**checkpoint.state, **(given or {})}  # a Send task's input has its payload
+        state_json = dumps(apply_delta(shown, update, reducers), root="approved state")
+        # A key the task's Send payload carries edits the payload: the task's own input,
+        # not the superstep's state, so no other task can clash with it.
+        replaces = tuple(k for k in update if k not in reducers and k not in (given or {}))
+        for saved in self._store.pending_writes(self.run_id, checkpoint.step):
+            clash = next((k for k in replaces if k in saved.delta), None)
+            if clash is not None and saved.task_id != held.task_id:
+                other = f"task {saved.task_id!r} (finished before the pause)"
+                raise ConflictingEdit(self.run_id, held.task_id, clash, other)
+        edit = DecisionEdit(
+            update=update,
+            approved_digest=pending_digest(self.run_id, held.task_id, checkpoint.step, state_json),
+            replaces=replaces,
+        )
+        return edit, expected_digest or held.digest
 
     def approve(
         self,
@@ -550,6 +607,14 @@ class Run(Drawable, HasTimeline, Viewable):
         the state before the node runs. The decision is bound to the state shown (the
         pending digest, or ``expected_digest``), and the audit keeps the edit and the
         digest of the state approved.
+
+        When a superstep holds several tasks, the edit is the named ``task``'s input and
+        a write of the resumed superstep: that task runs on the state with ``update``
+        merged in, and ``update`` is merged into the superstep's result (before the
+        tasks' results); a key a Send task's payload carries edits that task's input
+        only. The other tasks run on the state they were shown. An edit that
+        replaces a key without a reducer which another task of the superstep writes too
+        raises :class:`~agentnb.errors.ConflictingEdit`, and nothing is decided.
         """
         return self.decide(
             "approved",
@@ -591,20 +656,9 @@ class Run(Drawable, HasTimeline, Viewable):
     def _questions(self, when: str = "input") -> dict[str, dict[str, Any]]:
         """The unanswered questions (or the paused subgraphs, ``when="child"``) of the
         current pause, by task id."""
-        waiting = [t.task_id for t in self.pending()]
-        latest: dict[str, Event] = {}
-        for event in self._store.events(self.run_id):
-            if event.type == EventType.INTERRUPTED:
-                latest[str(event.payload.get("task", "")) if waiting else ""] = event
-        found: dict[str, dict[str, Any]] = {}
-        for task in waiting or [""]:
-            paused = latest.get(task)
-            if paused is not None and paused.payload.get("when") == when:
-                p = paused.payload
-                name = task or str(paused.node)
-                found[name] = {**p.get("question", {}), "task": name, "digest": p["digest"]}
-                found[name].update(key=p.get("key"), child=p.get("child"), node=paused.node)
-        return found
+        from agentnb.graph.questions import waiting
+
+        return {t: q for t, q in waiting(self._store, self.run_id).items() if q["when"] == when}
 
     def respond(
         self,
@@ -620,13 +674,16 @@ class Run(Drawable, HasTimeline, Viewable):
         Checked against the question's schema first: a mismatch raises
         :class:`~agentnb.errors.InvalidAnswer` and the run stays paused. Recorded exactly
         once and audited like an approval; on resume the node runs again from its start
-        and ``ctx.interrupt`` returns ``value``.
+        and ``ctx.interrupt`` returns ``value``. The CLI's ``agentnb respond`` is the same
+        decision.
 
         Raises:
             InvalidAnswer: ``value`` does not fit the schema.
+            TaskNotNamed: several questions wait; name one with ``task``.
+            NoQuestion: the run waits for an approval, not an answer.
             ApprovalNotPending: the run is not waiting for an answer (answered already?).
         """
-        from agentnb.graph.questions import answer_problems
+        from agentnb.graph.questions import respond
 
         check_decision("approved", by)
         inside = self._inside(task)
@@ -636,25 +693,43 @@ class Run(Drawable, HasTimeline, Viewable):
                 child.respond(value, by=by, comment=comment)
             held = name if self.pending() else None
             return self._decide("approved", by, comment, expected_digest, held, None)
-        asked = self._questions()
-        if task is not None:
-            asked = {t: q for t, q in asked.items() if t == task}
-        if not asked:
-            raise ApprovalNotPending(self.run_id, self.record.status, self.record.decided_by)
-        if len(asked) > 1:
-            raise TaskNotNamed(self.run_id, list(asked))
-        name, question = next(iter(asked.items()))
-        problems = answer_problems(value, question.get("schema", {}))
-        try:
-            check(value, root="answer")
-        except InvalidState as exc:
-            problems.append(("$.answer", str(exc)))
-        if problems:
-            raise InvalidAnswer(self.run_id, problems)
-        edit = DecisionEdit(answer_key=question["key"], answer_json=dumps(value))
-        held = name if self.pending() else None
-        digest = expected_digest or question["digest"]
-        return self._decide("approved", by, comment, digest, held, edit)
+        seen = self._record.seq
+        decision = respond(
+            self._store,
+            self.run_id,
+            value,
+            by=by,
+            comment=comment,
+            task=task,
+            expected_digest=expected_digest,
+            identity=self.workflow.identity(),
+            checks=self.workflow.policy_checks,
+        )
+        self._sync(self._store.get_run(self.run_id))
+        if self.workflow.listeners:
+            self.workflow._notify(self._store.events(self.run_id, after=seen))
+        return decision
+
+    async def arespond(
+        self,
+        value: Any,
+        *,
+        by: str,
+        comment: str | None = None,
+        task: str | None = None,
+        expected_digest: str | None = None,
+    ) -> Decision:
+        """Async twin of :meth:`respond` (the database call runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.respond,
+            value,
+            by=by,
+            comment=comment,
+            task=task,
+            expected_digest=expected_digest,
+        )
 
     def children(self) -> list[Run]:
         """The runs of this run's subgraph nodes (each may have children of its own)."""
@@ -677,6 +752,7 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
@@ -692,6 +768,7 @@ class Run(Drawable, HasTimeline, Viewable):
             comment=comment,
             expected_digest=expected_digest,
             task=task,
+            update=update,
         )
 
     async def aapprove(
@@ -701,10 +778,16 @@ class Run(Drawable, HasTimeline, Viewable):
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Decision:
         """Async twin of :meth:`approve`."""
         return await self.adecide(
-            "approved", by=by, comment=comment, expected_digest=expected_digest, task=task
+            "approved",
+            by=by,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            update=update,
         )
 
     async def areject(
@@ -808,6 +891,16 @@ class Run(Drawable, HasTimeline, Viewable):
         from agentnb.graph.driver import Position
 
         return Position(self._record, self._state, self._state_json, self._frontier)
+
+
+def _check_update(update: Any) -> None:
+    """An approval's edit is a dict of JSON state values (refused before any write)."""
+    if not isinstance(update, dict):
+        raise InvalidDecision(f"update must be a dict of state keys, not {update!r}")
+    try:
+        check(update, root="update")
+    except InvalidState as exc:
+        raise InvalidDecision(f"{exc}; nothing was decided") from exc
 
 
 def _check_compatible(workflow: Workflow, record: RunRecord) -> None:

@@ -12,10 +12,11 @@ in a live process is exactly what it would see after a restart (tuples arrive as
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentnb.errors import ConflictingUpdate
+from agentnb.errors import ConflictingUpdate, DefinitionError
 
 __all__ = [
     "DEFAULT_REDUCERS",
@@ -23,6 +24,7 @@ __all__ = [
     "append",
     "apply_delta",
     "merge_writes",
+    "reducers_of",
     "replace",
 ]
 
@@ -42,6 +44,59 @@ def append(current: Any, new: Any) -> Any:
 
 
 DEFAULT_REDUCERS: Mapping[str, Reducer] = {"messages": append}
+
+
+def reducers_of(schema: type) -> dict[str, Reducer]:
+    """The reducers a LangGraph-style state schema declares, by key.
+
+    A key annotated ``Annotated[T, reducer]`` (a ``TypedDict``, dataclass or any class
+    with annotations) merges with ``reducer``; as in LangGraph, an unset key starts from
+    ``T()`` (``[]`` for ``list[str]``, ``0`` for ``int``). Other keys replace. The keys
+    themselves are not enforced.
+
+    Example:
+        >>> import operator
+        >>> from typing import Annotated, TypedDict
+        >>> State = TypedDict("State", {"docs": Annotated[list[str], operator.add], "topic": str})
+        >>> reducers = reducers_of(State)
+        >>> sorted(reducers), reducers["docs"](None, ["a"])
+        (['docs'], ['a'])
+    """
+    try:
+        hints = typing.get_type_hints(schema, include_extras=True)
+    except Exception as exc:  # a name the annotations use is not importable from there
+        raise DefinitionError(
+            f"the state schema {schema.__name__!r} has annotations that do not resolve "
+            f"({type(exc).__name__}: {exc})",
+            culprit=schema.__name__,
+            fix="Define the schema at module level, with the names its annotations use "
+            "(Annotated, the reducers) imported there.",
+        ) from None
+    found: dict[str, Reducer] = {}
+    for key, hint in hints.items():
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *extras = typing.get_args(hint)
+        declared = [extra for extra in extras if callable(extra) and not isinstance(extra, type)]
+        if declared:
+            found[key] = _seeded(declared[-1], typing.get_origin(base) or base)
+    return found
+
+
+def _seeded(reducer: Reducer, base: object) -> Reducer:
+    """``reducer``, called with ``base()`` instead of ``None`` for a key not set yet."""
+
+    def merge(current: Any, new: Any) -> Any:
+        if current is None and isinstance(base, type):
+            try:
+                current = base()
+            except Exception:  # a type with required arguments: the reducer gets None
+                current = None
+        return reducer(current, new)
+
+    merge.__name__ = getattr(reducer, "__name__", "reducer")
+    merge.__doc__ = getattr(reducer, "__doc__", None)
+    return merge
 
 
 def apply_delta(

@@ -297,12 +297,15 @@ class Workflow(Drawable):
         approver: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> AsyncIterator[Event]:
         """Decide a pending run, then (if approved) continue it; yields the events.
 
         The decision is validated at once and recorded when iteration starts (off the
         event loop, see :meth:`Run.adecide`). An approval covers the paused boundary only:
-        later interrupts pause again.
+        later interrupts pause again. ``task`` and ``update`` are as for
+        :meth:`Run.approve`; the run continues once every held task is decided.
         """
         check_decision(decision, approver)
 
@@ -310,7 +313,12 @@ class Workflow(Drawable):
             run = self.attach(run_id)
             seen = run.record.seq
             await run.adecide(
-                decision, by=approver, comment=comment, expected_digest=expected_digest
+                decision,
+                by=approver,
+                comment=comment,
+                expected_digest=expected_digest,
+                task=task,
+                update=update,
             )
             async for event in _follow(run, self.checkpointer.events(run_id, after=seen)):
                 yield event
@@ -325,12 +333,21 @@ class Workflow(Drawable):
         approver: str,
         comment: str | None = None,
         expected_digest: str | None = None,
+        task: str | None = None,
+        update: dict[str, Any] | None = None,
     ) -> Iterator[Event]:
         """Sync twin of :meth:`aresume`; the decision is recorded before this returns."""
         check_decision(decision, approver)
         run = self.attach(run_id)
         seen = run.record.seq
-        run.decide(decision, by=approver, comment=comment, expected_digest=expected_digest)
+        run.decide(
+            decision,
+            by=approver,
+            comment=comment,
+            expected_digest=expected_digest,
+            task=task,
+            update=update,
+        )
         return iterate_sync(_follow(run, self.checkpointer.events(run_id, after=seen)))
 
     def invoke(self, state: Mapping[str, Any] | None = None) -> Run:

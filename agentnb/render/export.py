@@ -31,7 +31,15 @@ from agentnb.render.svg import TIMEOUT, render
 if TYPE_CHECKING:
     from agentnb.fsm import StateMachine
 
-__all__ = ["DEFINITION_SUFFIXES", "SUFFIXES", "cli_draw", "draw", "load_definition"]
+__all__ = [
+    "DEFINITION_SUFFIXES",
+    "SUFFIXES",
+    "TargetError",
+    "cli_draw",
+    "draw",
+    "import_target",
+    "load_definition",
+]
 
 SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
 """File suffix -> output format."""
@@ -119,6 +127,16 @@ def _import_target(target: str) -> object:
     return obj
 
 
+def import_target(target: str) -> object:
+    """``MODULE:ATTR`` (imported from the current directory) -> a StateGraph, Workflow,
+    StateMachine or machine instance (a function returning one is called).
+
+    Raises:
+        TargetError: one line saying what is wrong with ``target``.
+    """
+    return _import_target(target)
+
+
 def _drawable(obj: object) -> bool:
     """True for what ``agentnb draw`` draws: a workflow, a state machine or an instance."""
     if isinstance(obj, StateGraph | Workflow):
@@ -130,6 +148,10 @@ def _drawable(obj: object) -> bool:
 
 class _UserError(Exception):
     """A mistake in the command line: reported in one line, exit status 2."""
+
+
+TargetError = _UserError
+"""What :func:`import_target` raises: a ``MODULE:ATTR`` that names no graph."""
 
 
 def _describe(exc: BaseException) -> str:

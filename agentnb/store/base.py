@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from agentnb._json import dumps
-from agentnb.errors import ApprovalNotPending, InvalidDecision, StaleApproval
+from agentnb.errors import ApprovalNotPending, ConflictingEdit, InvalidDecision, StaleApproval
 from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
 
@@ -70,6 +70,7 @@ __all__ = [
     "StepCommit",
     "check_decision",
     "check_task_edit",
+    "edit_conflict",
     "new_owner",
     "owner_is_dead",
     "pending_digest",
@@ -126,6 +127,9 @@ class DecisionEdit:
     approved_digest: str | None = None
     answer_key: str | None = None
     answer_json: str | None = None
+    replaces: tuple[str, ...] = ()
+    """An edit of one held task: the keys of ``update`` that have no reducer (another
+    task's edit replacing one of them is refused, :class:`~agentnb.errors.ConflictingEdit`)."""
 
     def audit(self) -> dict[str, Any]:
         """What the audit keeps of the edit."""
@@ -141,13 +145,30 @@ class DecisionEdit:
 
 
 def check_task_edit(edit: DecisionEdit | None) -> None:
-    """Held tasks of a superstep are approved as they are (refused before any write);
-    only an answer to a task's question may come with the decision."""
+    """An approval of one held task edits that task's input (``update``), never the
+    superstep's checkpoint (refused before any write)."""
     if edit is not None and edit.state_json is not None:
         raise InvalidDecision(
-            "approving one of several held tasks cannot carry edits; nothing was changed. "
-            "Approve it as it is, or pause the branch at a node of its own"
+            "approving one of several held tasks edits that task's input, not the state "
+            "of the superstep; nothing was changed. Pass the edit as run.approve(task=..., "
+            "update={...})"
         )
+
+
+def edit_conflict(
+    run_id: str, edit: DecisionEdit | None, task: str | None, held: Sequence[PendingTask]
+) -> tuple[ConflictingEdit, str] | None:
+    """Why an edit of held ``task`` is refused: it replaces a key (one without a reducer)
+    that another held task's accepted edit replaces too. The error and the audit's reason."""
+    if edit is None or not edit.replaces or task is None:
+        return None
+    for other in held:
+        if other.task_id != task and other.status == "approved":
+            clash = next((k for k in edit.replaces if k in other.replaces), None)
+            if clash is not None:
+                error = ConflictingEdit(run_id, task, clash, f"task {other.task_id!r}'s edit")
+                return error, f"conflicting edit: {clash!r}"
+    return None
 
 
 def check_decision(decision: str, approver: str) -> None:
@@ -400,7 +421,11 @@ class Checkpointer(ABC):
 
         When a superstep holds several tasks, each is decided on its own: name it with
         ``task`` (it may be left out when only one is pending). The run becomes
-        ``approved`` once every held task is; rejecting one rejects the run.
+        ``approved`` once every held task is; rejecting one rejects the run. An approval
+        of a held task may carry an edit of that task's input (``edit.update``): it is
+        kept on the task's row (:attr:`PendingTask.update`), and refused
+        (:class:`~agentnb.errors.ConflictingEdit`, audited) when one of its
+        ``edit.replaces`` keys is replaced by another held task's accepted edit.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
         it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
@@ -410,8 +435,9 @@ class Checkpointer(ABC):
 
         Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
         :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`,
-        :class:`~agentnb.errors.NotAuthorized` (or :class:`~agentnb.errors.PolicyUnavailable`)
-        or :class:`~agentnb.errors.StaleApproval` (all audited as refused).
+        :class:`~agentnb.errors.NotAuthorized` (or :class:`~agentnb.errors.PolicyUnavailable`),
+        :class:`~agentnb.errors.StaleApproval` or :class:`~agentnb.errors.ConflictingEdit`
+        (all audited as refused).
         """
 
     # -- reading -------------------------------------------------------------------------

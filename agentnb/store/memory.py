@@ -36,6 +36,7 @@ from agentnb.store.base import (
     check_decision,
     check_task_edit,
     decision_status,
+    edit_conflict,
     owner_is_dead,
     task_refusal,
 )
@@ -524,8 +525,18 @@ class MemoryCheckpointer(Checkpointer):
                 raise PolicyUnavailable(run_id, found.node, who.name, denied.unavailable)
             audit(False, f"not authorized: {denied.reason}")
             raise NotAuthorized(run_id, found.node, who.name, denied.reason)
+        edited = edit if decision == "approved" and edit is not None else None
+        conflict = edit_conflict(run_id, edited, found.task_id, list(held.values()))
+        if conflict is not None:
+            audit(False, conflict[1])
+            raise conflict[0]
         held[found.step, found.task_id] = dataclasses.replace(
-            found, status=decision, decided_by=approver, decided_at=now
+            found,
+            status=decision,
+            decided_by=approver,
+            decided_at=now,
+            update=None if edited is None else edited.update,
+            replaces=() if edited is None else edited.replaces,
         )
         payload = {"by": approver, "identity": who.name, "comment": comment}
         payload.update(digest=found.digest, task=task)

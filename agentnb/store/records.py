@@ -140,6 +140,10 @@ class PendingTask:
     A superstep can hold several at once; each is decided exactly once. ``status`` is
     ``pending``, ``approved`` or ``rejected``. The run continues once all are approved;
     rejecting one rejects the run.
+
+    ``update`` is the edit its approval carried (``run.approve(task=..., update=...)``):
+    the task runs on the superstep's state with it merged in, and it is merged into the
+    superstep's result. ``replaces`` lists its keys that have no reducer.
     """
 
     run_id: str
@@ -150,6 +154,8 @@ class PendingTask:
     status: str
     decided_by: str | None = None
     decided_at: float | None = None
+    update: dict[str, Any] | None = None
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

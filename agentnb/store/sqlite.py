@@ -56,12 +56,16 @@ from agentnb.store.base import (
     check_decision,
     check_task_edit,
     decision_status,
+    edit_conflict,
     owner_is_dead,
     task_refusal,
 )
 from agentnb.store.sqlite_tasks import (
+    HELD_COLUMNS,
+    held_task,
     record_edit,
     settle,
+    task_edit,
     with_edit,
 )
 
@@ -456,13 +460,12 @@ class SqliteCheckpointer(Checkpointer):
 
     def pending_tasks(self, run_id: str) -> list[PendingTask]:
         rows = self._read(
-            "SELECT step, task_id, node, digest, status, decided_by, decided_at "
-            "FROM pending_tasks WHERE run_id = ? ORDER BY step, task_id",
+            f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ? ORDER BY step, task_id",
             (run_id,),
         )
         if not rows:
             self.get_run(run_id)
-        return [PendingTask(run_id, *row) for row in rows]
+        return [held_task(run_id, row) for row in rows]
 
     def release(self, run_id: str, fence: int) -> None:
         with self._write() as db:
@@ -611,17 +614,26 @@ class SqliteCheckpointer(Checkpointer):
                 "AND status = 'pending'",
                 (run_id, task),
             ).fetchone()
-            denied = None
+            denied: tuple[Exception, str] | None = None
             if held_node is not None and current.status == Status.PENDING:
                 at_task = dataclasses.replace(current, node=held_node[0])
                 denied = sqlite_decisions.policy_refusal(
                     db, at_task, who, decision, approver, checks or {}
                 )
+            if denied is None and decision == "approved" and held_node is not None:
+                held = [
+                    held_task(run_id, r)
+                    for r in db.execute(
+                        f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ?", (run_id,)
+                    )
+                ]
+                denied = edit_conflict(run_id, edit, task, held)
             row = (
                 None
                 if denied is not None
                 else db.execute(
-                    "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ? "
+                    "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ?, "
+                    "edit = ? "
                     "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
                     "AND (? IS NULL OR digest = ?) "
                     "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
@@ -630,6 +642,7 @@ class SqliteCheckpointer(Checkpointer):
                         decision,
                         approver,
                         now,
+                        task_edit(edit) if decision == "approved" else None,
                         run_id,
                         task,
                         expected_digest,
@@ -662,11 +675,9 @@ class SqliteCheckpointer(Checkpointer):
                 )
             else:
                 held = [
-                    PendingTask(run_id, *r)
+                    held_task(run_id, r)
                     for r in db.execute(
-                        "SELECT step, task_id, node, digest, status, decided_by, decided_at "
-                        "FROM pending_tasks WHERE run_id = ?",
-                        (run_id,),
+                        f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ?", (run_id,)
                     )
                 ]
                 refusal, reason = task_refusal(run_id, task, held, current, expected_digest)

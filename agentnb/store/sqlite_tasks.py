@@ -7,12 +7,48 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from typing import Any
 
 from agentnb._json import dumps, loads
 from agentnb.store.base import DecisionEdit, StepCommit
-from agentnb.store.records import Decision
+from agentnb.store.records import Decision, PendingTask
 
-__all__ = ["edit_checkpoint", "record_edit", "settle", "with_edit"]
+__all__ = [
+    "HELD_COLUMNS",
+    "edit_checkpoint",
+    "held_task",
+    "record_edit",
+    "settle",
+    "task_edit",
+    "with_edit",
+]
+
+HELD_COLUMNS = "step, task_id, node, digest, status, decided_by, decided_at, edit"
+
+
+def held_task(run_id: str, row: tuple[Any, ...]) -> PendingTask:
+    """A ``pending_tasks`` row (:data:`HELD_COLUMNS`) as a record."""
+    step, task_id, node, digest, status, decided_by, decided_at, edit = row
+    kept: dict[str, Any] = {"update": None, "replaces": []} if edit is None else loads(edit)
+    return PendingTask(
+        run_id,
+        step,
+        task_id,
+        node,
+        digest,
+        status,
+        decided_by,
+        decided_at,
+        update=kept["update"],
+        replaces=tuple(kept["replaces"]),
+    )
+
+
+def task_edit(edit: DecisionEdit | None) -> str | None:
+    """What a held task's row keeps of its approval's edit (an answer keeps nothing)."""
+    if edit is None or edit.update is None:
+        return None
+    return dumps({"update": edit.update, "replaces": list(edit.replaces)})
 
 
 def edit_checkpoint(
@@ -62,6 +98,7 @@ def settle(db: sqlite3.Connection, run_id: str, change: StepCommit) -> None:
         )
     for task_id, node, digest in change.holds:
         db.execute(
-            "INSERT OR IGNORE INTO pending_tasks VALUES (?, ?, ?, ?, ?, 'pending', NULL, NULL)",
+            "INSERT OR IGNORE INTO pending_tasks "
+            "VALUES (?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL)",
             (run_id, change.step, task_id, node, digest),
         )

@@ -113,3 +113,39 @@ def test_a_workflow_streams_what_its_nodes_emit() -> None:
     assert [i.data for i in wf.stream({}, mode="custom")] == ["a", "b"]
     types = [e.type for e in wf.stream({})]
     assert types == ["run_started", "node_start", "token", "state_update", "completed"]
+
+
+def test_aemit_each_streams_an_async_iterator_live_and_hands_each_item_to_the_node() -> None:
+    got: dict[str, Any] = {}
+
+    async def model() -> Any:  # an LLM client's token stream
+        yield "Hel"
+        # The next token comes only once the reader has the first: proves it is live.
+        await asyncio.wait_for(got.setdefault("first", asyncio.Event()).wait(), DEADLINE)
+        yield "lo"
+
+    async def talk(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        return {"said": "".join([t async for t in ctx.aemit_each("token", model())])}
+
+    run = StateGraph("talk").add_node("talk", talk).set_entry_point("talk").compile().start({})
+
+    async def read() -> list[Any]:
+        items = []
+        async for item in run.astream(mode="custom"):
+            items.append(item.data)
+            got.setdefault("first", asyncio.Event()).set()
+        return items
+
+    assert asyncio.run(read()) == ["Hel", "lo"]
+    assert run.state == {"said": "Hello"}
+    stored = [e.payload for e in run.events if e.type == "token"]
+    assert stored == [{"data": ["Hel", "lo"], "count": 2}]
+
+
+def test_emit_each_streams_a_sync_iterator_and_hands_each_item_to_the_node() -> None:
+    def talk(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        return {"said": "".join(ctx.emit_each("token", iter(["a", "b", "c"])))}
+
+    wf = StateGraph("wf").add_node("talk", talk).set_entry_point("talk").compile()
+    assert [i.data for i in wf.stream({}, mode="custom")] == ["a", "b", "c"]
+    assert wf.invoke({}).state == {"said": "abc"}

@@ -503,3 +503,60 @@ def test_a_run_without_a_policy_is_decided_by_anyone_and_reports_an_empty_policy
     assert store.decide(run.run_id, "approved", "x", identity=MALLORY).accepted
     with pytest.raises(RunNotFound):
         store.run_policy("nope")
+
+
+def held(store: Checkpointer) -> None:
+    """Run r1 paused in superstep 0 with tasks b and d held for approval."""
+    store.create_run(record(), CheckpointWrite(0, "a", '{"x": 0}'), started())
+    fence = store.acquire("r1", "me").fence
+    event = Event("r1", 2, 0, "interrupted", "b", {"when": "before", "task": "b"}, time.time())
+    holds = [("b", "b", "digest-b"), ("d", "d", "digest-d")]
+    change = StepCommit(Status.PENDING, "b", 0, [event], None, None, "digest-b", True, None, holds)
+    store.commit("r1", fence, change, lease_seconds=30)
+
+
+def test_an_edit_approving_a_held_task_is_kept_on_its_row_and_in_the_audit(
+    store: Checkpointer,
+) -> None:
+    from agentnb.store.base import DecisionEdit
+
+    held(store)
+    edit = DecisionEdit(update={"x": 5}, approved_digest="digest-b2", replaces=("x",))
+    decision = store.decide("r1", "approved", "ada", task="b", edit=edit)
+    assert decision.edit == {"update": {"x": 5}, "approved_digest": "digest-b2"}
+    rows = {t.task_id: t for t in store.pending_tasks("r1")}
+    assert (rows["b"].status, rows["b"].update, rows["b"].replaces) == (
+        "approved",
+        {"x": 5},
+        ("x",),
+    )
+    assert (rows["d"].status, rows["d"].update, rows["d"].replaces) == ("pending", None, ())
+    assert store.decisions("r1")[0].edit == decision.edit
+    assert store.checkpoint("r1").state == {"x": 0}  # the checkpoint is what was shown
+    assert store.get_run("r1").status == Status.PENDING  # d still waits
+
+
+def test_an_edit_replacing_a_key_another_held_tasks_edit_replaces_is_refused_and_audited(
+    store: Checkpointer,
+) -> None:
+    from agentnb import ConflictingEdit
+    from agentnb.store.base import DecisionEdit
+
+    held(store)
+    store.decide(
+        "r1", "approved", "ada", task="b", edit=DecisionEdit(update={"x": 5}, replaces=("x",))
+    )
+    clash = DecisionEdit(update={"x": 6, "y": 1}, replaces=("x", "y"))
+    with pytest.raises(ConflictingEdit) as caught:
+        store.decide("r1", "approved", "bob", task="d", edit=clash)
+    assert (caught.value.task, caught.value.key) == ("d", "x")
+    rows = {t.task_id: t for t in store.pending_tasks("r1")}
+    assert rows["d"].status == "pending"
+    assert [(d.accepted, d.reason) for d in store.decisions("r1")] == [
+        (True, None),
+        (False, "conflicting edit: 'x'"),
+    ]
+    store.decide(
+        "r1", "approved", "bob", task="d", edit=DecisionEdit(update={"y": 1}, replaces=("y",))
+    )
+    assert store.get_run("r1").status == Status.APPROVED

@@ -81,7 +81,7 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
     db.execute("DROP TABLE machine_events")
     db.execute("DROP TABLE machine_instances")
     db.execute("DROP TABLE pending_writes")
-    db.execute("DROP TABLE pending_tasks")
+    db.execute("DROP TABLE pending_tasks")  # with 0010's edit column
     db.execute("DROP TABLE decision_edits")
     db.execute("ALTER TABLE entries DROP COLUMN tasks")
     db.execute("DROP TABLE run_policies")
