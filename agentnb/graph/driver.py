@@ -43,6 +43,7 @@ from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
 from agentnb.resilience import guarded_call
 from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
+from agentnb.store.chains import Chain
 from agentnb.store.records import Event, EventType, PendingWrite, RunRecord, Status
 
 if TYPE_CHECKING:
@@ -62,12 +63,14 @@ Sink = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a run stands: its row, its state (and the same as JSON), its next tasks."""
+    """Where a run stands: its row, its state (and the same as JSON), its next tasks, and
+    the stored chain its next checkpoint extends (``None``: unknown, so a snapshot)."""
 
     record: RunRecord
     state: dict[str, Any]
     state_json: str
     frontier: Frontier
+    chain: Chain | None = None
 
 
 class _Failure(Exception):
@@ -103,6 +106,7 @@ class Driver:
         self.change: StepCommit | None = None
         self.state, self.state_json = position.state, position.state_json
         self.frontier: Frontier | None = position.frontier
+        self.chain = position.chain
 
     @property
     def position(self) -> Position:
@@ -121,7 +125,7 @@ class Driver:
         if self.fence:
             record = dataclasses.replace(record, lease_owner=None, lease_expires=None)
         frontier = self.frontier if self.frontier is not None else Frontier.at(record.node)
-        return Position(record, self.state, self.state_json, frontier)
+        return Position(record, self.state, self.state_json, frontier, self.chain)
 
     def _event(self, type: str, node: str | None, step: int, payload: dict[str, Any]) -> Event:
         # next() on a count is atomic: tasks in threads draw their numbers safely.
@@ -168,10 +172,14 @@ class Driver:
         wf = self.workflow
         record = self.store.acquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
-        if record.step != self.start.record.step or not self.state_json:
-            cp = self.store.checkpoint(self.run_id)  # another worker moved the run
+        start = self.start.record
+        if record.step != start.step or record.seq != start.seq or not self.state_json:
+            # Another worker moved the run, or another process decided it (perhaps with an
+            # edited state): what is in memory may not be its last checkpoint.
+            cp = self.store.checkpoint(self.run_id)
             self.state, self.state_json = cp.state, dumps(cp.state)
             self.frontier = Frontier.at(cp.node, cp.tasks)
+            self.chain = None
         self.start = dataclasses.replace(self.start, record=record)
         self._seqs = itertools.count(record.seq + 1)
         self.stepping = max_supersteps == 1
@@ -340,7 +348,11 @@ class Driver:
                 else:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
-                checkpoint = CheckpointWrite(step, nxt_head, new_json, tasks_json)
+                if self.chain is None:
+                    delta_json, chain = None, Chain()
+                else:
+                    delta_json, chain = self.chain.next(state, new_state)
+                checkpoint = CheckpointWrite(step, nxt_head, new_json, tasks_json, delta_json)
                 if ran_after is not None or pause:
                     digest = pending_digest(self.run_id, nxt_head, step, new_json)
                     payload = {
@@ -365,6 +377,7 @@ class Driver:
                         _RUNNING, nxt_head, step, events, checkpoint, settles=settles
                     )
                 self._commit(change, new_state, new_json, new_frontier)
+                self.chain = chain
                 state, state_json = new_state, new_json
                 for event in events:
                     if event.type is not _NODE_START:

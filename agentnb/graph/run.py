@@ -37,6 +37,7 @@ from agentnb.store.base import (
     new_owner,
     pending_digest,
 )
+from agentnb.store.chains import Chain
 from agentnb.store.history import History
 from agentnb.store.policy import RunPolicy
 from agentnb.store.records import (
@@ -267,6 +268,7 @@ class Run(Drawable, HasTimeline, Viewable):
         self._state_json = ""
         self._state: dict[str, Any] = {}
         self._frontier = Frontier.at(record.node)
+        self._chain: Chain | None = None
         self._load_state(record)
 
     # -- construction ------------------------------------------------------------------
@@ -323,7 +325,9 @@ class Run(Drawable, HasTimeline, Viewable):
         )
         if workflow.listeners:
             workflow._notify([started])
-        return cls(workflow, record)
+        run = cls(workflow, record)
+        run._chain = Chain()  # its checkpoint is the snapshot just written
+        return run
 
     def fork(
         self,
@@ -372,12 +376,14 @@ class Run(Drawable, HasTimeline, Viewable):
         self._state_json = dumps(cp.state)
         self._frontier = Frontier.at(cp.node, cp.tasks)
         self._record = record
+        self._chain = None  # the next checkpoint is a snapshot: no chain is assumed
 
     def _adopt(self, position: Position) -> None:
         """Take over where a driver left the run."""
         self._record = position.record
         self._state, self._state_json = position.state, position.state_json
         self._frontier = position.frontier
+        self._chain = position.chain
 
     def _sync(self, record: RunRecord) -> None:
         """Adopt ``record``; reload the state only if another worker moved the run."""
@@ -528,6 +534,7 @@ class Run(Drawable, HasTimeline, Viewable):
         record = self._store.get_run(self.run_id)
         if edit is not None and edit.state_json is not None:
             self._load_state(record)  # the approved state is the pending step's checkpoint
+            self._chain = Chain()  # stored whole by the decision: the next row extends it
         else:
             self._sync(record)
         if self.workflow.listeners:
@@ -890,7 +897,7 @@ class Run(Drawable, HasTimeline, Viewable):
     def _position(self) -> Position:
         from agentnb.graph.driver import Position
 
-        return Position(self._record, self._state, self._state_json, self._frontier)
+        return Position(self._record, self._state, self._state_json, self._frontier, self._chain)
 
 
 def _check_update(update: Any) -> None:

@@ -81,13 +81,20 @@ DEFAULT_LEASE_SECONDS = 30.0
 
 @dataclass(frozen=True, slots=True)
 class CheckpointWrite:
-    """A checkpoint to save: the state (already JSON) after ``step`` nodes, and the next node."""
+    """A checkpoint to save: the state (already JSON) after ``step`` nodes, and the next node;
+    or, with ``delta_json``, only what changed since the step before."""
 
     step: int
     node: str
     state_json: str
     tasks_json: str | None = None
     """The next superstep's frontier (JSON) when it is more than ``node``."""
+    delta_json: str | None = None
+    """When set, the row stores this delta (:func:`agentnb.store.deltas.diff`, JSON) from
+    the run's checkpoint at ``step - 1`` instead of ``state_json`` (which may then be
+    empty): the writer chose it with :class:`agentnb.store.chains.Chain`. A run's first
+    checkpoint ignores it (always a snapshot). Backends store rows through
+    :func:`agentnb.store.chains.row` and load them with :func:`~agentnb.store.chains.rebuild`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import datetime
@@ -28,6 +28,7 @@ from agentnb.errors import (
     StaleApproval,
     StoreError,
 )
+from agentnb.store import chains
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
@@ -40,6 +41,7 @@ from agentnb.store.base import (
     owner_is_dead,
     task_refusal,
 )
+from agentnb.store.chains import SNAPSHOT
 
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
@@ -91,7 +93,8 @@ class MemoryCheckpointer(Checkpointer):
         self._policies: dict[str, RunPolicy] = {}
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
-        self._checkpoints: dict[str, dict[int, tuple[str, str, float, str | None]]] = {}
+        # run -> step -> (node, kind, body, at, tasks): rows of agentnb.store.chains
+        self._checkpoints: dict[str, dict[int, _Row]] = {}
         self._writes: dict[tuple[str, int], dict[str, PendingWrite]] = {}
         self._held: dict[str, dict[tuple[int, str], PendingTask]] = {}
         self._events: dict[str, list[Event]] = {}
@@ -144,8 +147,9 @@ class MemoryCheckpointer(Checkpointer):
                 raise StoreError(f"a run with id {run.run_id!r} already exists; pick a new id")
             self._runs[run.run_id] = run
             self._checkpoints[run.run_id] = {
-                checkpoint.step: (
+                checkpoint.step: _Row(
                     checkpoint.node,
+                    SNAPSHOT,
                     checkpoint.state_json,
                     run.created_at,
                     checkpoint.tasks_json,
@@ -195,7 +199,8 @@ class MemoryCheckpointer(Checkpointer):
             now = time.time()
             if change.checkpoint is not None:
                 cp = change.checkpoint
-                self._checkpoints[run_id][cp.step] = (cp.node, cp.state_json, now, cp.tasks_json)
+                kind, body = chains.row(cp)
+                self._checkpoints[run_id][cp.step] = _Row(cp.node, kind, body, now, cp.tasks_json)
             held = self._held.setdefault(run_id, {})
             if change.settles is not None:
                 for key in [k for k in self._writes if k[0] == run_id and k[1] <= change.settles]:
@@ -431,7 +436,9 @@ class MemoryCheckpointer(Checkpointer):
                 payload.update(edit.audit())
                 if edit.state_json is not None:
                     saved = self._checkpoints[run_id]
-                    saved[run.step] = (run.node, edit.state_json, now, edit.tasks_json)
+                    saved[run.step] = _Row(
+                        run.node, SNAPSHOT, edit.state_json, now, edit.tasks_json
+                    )
                 if edit.answer_key is not None and edit.answer_json is not None:
                     answer = Effect(
                         edit.answer_key,
@@ -590,13 +597,12 @@ class MemoryCheckpointer(Checkpointer):
 
         def pending() -> PendingRun:
             saved = self._checkpoints[run.run_id]
-            state_json = saved[max(saved)][1]
             return PendingRun(
                 run.run_id,
                 run.graph,
                 run.node,
                 run.step,
-                loads(state_json),
+                _state(saved, max(saved)),
                 policy.started_by,
                 decision,
                 approver,
@@ -611,18 +617,21 @@ class MemoryCheckpointer(Checkpointer):
             at_step = max(saved) if step is None else step
             if at_step not in saved:
                 raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-            node, state_json, at, tasks = saved[at_step]
+            found = saved[at_step]
+            state = _state(saved, at_step)
+        tasks = found.tasks
         return Checkpoint(
-            run_id, at_step, node, loads(state_json), at, loads(tasks) if tasks else None
+            run_id, at_step, found.node, state, found.at, loads(tasks) if tasks else None
         )
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._lock:
             self._get(run_id)
             saved = sorted(self._checkpoints[run_id].items())
+        states = chains.rebuild_all([(s, r.kind, r.body) for s, r in saved])
         return [
-            Checkpoint(run_id, s, node, loads(js), at, loads(t) if t else None)
-            for s, (node, js, at, t) in saved
+            Checkpoint(run_id, s, r.node, state, r.at, loads(r.tasks) if r.tasks else None)
+            for (s, r), state in zip(saved, states, strict=True)
         ]
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
@@ -663,7 +672,7 @@ class MemoryCheckpointer(Checkpointer):
         with self._lock:
             self._get(run_id)
             saved = sorted(self._checkpoints[run_id].items())
-        return [CheckpointInfo(run_id, step, row[0], row[2]) for step, row in saved]
+        return [CheckpointInfo(run_id, step, row.node, row.at) for step, row in saved]
 
     def _delete(self, run_id: str, include_audit: bool) -> int:
         """Delete ``run_id`` (the caller holds the lock and has checked it)."""
@@ -707,3 +716,26 @@ class MemoryCheckpointer(Checkpointer):
                 audit += len(self._decisions) - len(kept)
                 self._decisions = kept
         return Pruned(tuple(r.run_id for r in chosen), audit)
+
+
+class _Row(NamedTuple):
+    """One stored checkpoint: a row of :mod:`agentnb.store.chains`."""
+
+    node: str
+    kind: str
+    body: str
+    at: float
+    tasks: str | None
+
+
+def _state(saved: Mapping[int, _Row], step: int) -> dict[str, Any]:
+    """The state at ``step``: its row and the rows before it, back to a snapshot."""
+
+    def newest_first() -> Iterator[tuple[int, str | None, str]]:
+        for at in range(step, min(saved) - 1, -1):
+            found = saved.get(at)
+            if found is None:
+                return
+            yield at, found.kind, found.body
+
+    return chains.rebuild(newest_first())

@@ -30,7 +30,7 @@ MIGRATIONS = (
     # Numbered 0006 (0005 lands from another branch); the list order is what counts.
     "sqlite_0006_machine_timers.sql",
     "sqlite_0007_long_runs.sql",
-    # 0008 lands from another branch; the list order is what counts.
+    "sqlite_0008_deltas.sql",
     "sqlite_0009_claims.sql",
     "sqlite_0010_task_edits.sql",
 )

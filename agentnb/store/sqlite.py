@@ -72,7 +72,13 @@ from agentnb.store.sqlite_tasks import (
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
 from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store import sqlite_claims, sqlite_decisions, sqlite_retention
+from agentnb.store import (
+    chains,
+    sqlite_checkpoints,
+    sqlite_claims,
+    sqlite_decisions,
+    sqlite_retention,
+)
 from agentnb.store.claims import TimerClaim
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.migrate import LATEST, migrate
@@ -100,7 +106,7 @@ from agentnb.store.sqlite_rows import run as run_row
 __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
-_ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks)"
+_ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks, kind)"
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
 WAL_LIMIT = 8 * 2**20
@@ -255,6 +261,15 @@ class SqliteCheckpointer(Checkpointer):
                 self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
             self._wal_over = bool(busy)
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several statements see the file as of one moment (WAL)."""
+        self._db.execute("BEGIN")
+        try:
+            yield self._db
+        finally:
+            self._db.execute("COMMIT")
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             self._check_open()
@@ -297,7 +312,7 @@ class SqliteCheckpointer(Checkpointer):
                     f"a run with id {run.run_id!r} already exists; pick a new id"
                 ) from None
             db.execute(
-                f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id,
                     events[-1].seq,
@@ -307,6 +322,7 @@ class SqliteCheckpointer(Checkpointer):
                     pack(events),
                     run.created_at,
                     checkpoint.tasks_json,
+                    chains.SNAPSHOT,  # a run's first checkpoint: never a delta
                 ),
             )
             if started_by is not None or policies:
@@ -377,15 +393,17 @@ class SqliteCheckpointer(Checkpointer):
         if not events:
             raise StoreError("a commit must carry at least one event")
         cp = change.checkpoint
+        kind, body = (None, None) if cp is None else chains.row(cp)
         entry = (
             run_id,
             events[-1].seq,
             change.step,
             change.node,
-            None if cp is None else cp.state_json,
+            body,
             pack(events),
             now,
             None if cp is None else cp.tasks_json,
+            kind,
         )
         with self._write() as db:
             # Fast path, the common step: the run stays running and the lease has more than
@@ -393,7 +411,7 @@ class SqliteCheckpointer(Checkpointer):
             # a read of the row.
             if change.status == Status.RUNNING and not change.release:
                 inserted = db.execute(
-                    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
+                    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
                     "FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
                     "AND status = 'running' AND lease_expires > ?)",
                     (*entry, run_id, fence, now + lease_seconds / 2),
@@ -418,7 +436,7 @@ class SqliteCheckpointer(Checkpointer):
             ).rowcount
             if not updated:
                 raise LeaseLost(run_id, fence)
-            db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", entry)
+            db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", entry)
             settle(db, run_id, change)
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
@@ -670,7 +688,7 @@ class SqliteCheckpointer(Checkpointer):
                     payload.update(edit.audit())
                 event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
                 db.execute(
-                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, NULL)",
                     (run_id, event.seq, current.step, current.node, pack([event]), now),
                 )
             else:
@@ -726,37 +744,22 @@ class SqliteCheckpointer(Checkpointer):
     # -- reading -------------------------------------------------------------------------
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
-        # A step's entries are found through the index (one lookup, then their rows).
-        where = (
-            ""
-            if step is None
-            else " AND seq IN (SELECT seq FROM entries INDEXED BY entries_by_step "
-            "WHERE run_id = ? AND step = ?)"
-        )
-        rows = self._read(
-            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
-            f"AND state IS NOT NULL{where} ORDER BY seq DESC LIMIT 1",
-            (run_id,) if step is None else (run_id, run_id, step),
-        )
-        if not rows:
+        with self._lock:
+            self._check_open()
+            with self._snapshot() as db:  # the chain and its bodies, read as of one moment
+                found = sqlite_checkpoints.checkpoint(db, run_id, step)
+        if found is None:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-        s, node, state, at, tasks = rows[0]
-        return Checkpoint(run_id, s, node, loads(state), at, loads(tasks) if tasks else None)
+        return found
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        rows = self._read(
-            "SELECT step, node, state, at, tasks FROM entries WHERE run_id = ? "
-            "AND state IS NOT NULL ORDER BY seq",
-            (run_id,),
-        )
-        if not rows:
+        with self._lock:
+            self._check_open()
+            found = sqlite_checkpoints.checkpoints(self._db, run_id)
+        if not found:
             self.get_run(run_id)
-        latest = {s: (node, state, at, t) for s, node, state, at, t in rows}  # last per step
-        return [
-            Checkpoint(run_id, s, node, loads(state), at, loads(t) if t else None)
-            for s, (node, state, at, t) in sorted(latest.items())
-        ]
+        return found
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         with self._lock:
@@ -818,23 +821,12 @@ class SqliteCheckpointer(Checkpointer):
 
     def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
         # Two index scans (migration 0007); no entry's state is read.
-        rows = self._read(
-            "SELECT step, node, at, seq FROM entries INDEXED BY entries_by_step "
-            "WHERE run_id = ? ORDER BY step, seq",
-            (run_id,),
-        )
-        if not rows:
+        with self._lock:
+            self._check_open()
+            found = sqlite_checkpoints.infos(self._db, run_id)
+        if not found:
             self.get_run(run_id)
-        without = {
-            seq
-            for (seq,) in self._read(
-                "SELECT seq FROM entries INDEXED BY entries_without_state "
-                "WHERE run_id = ? AND state IS NULL",
-                (run_id,),
-            )
-        }
-        latest = {s: (node, at) for s, node, at, seq in rows if seq not in without}
-        return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]
+        return found
 
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
         with self._lock:

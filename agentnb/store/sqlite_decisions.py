@@ -23,6 +23,7 @@ from agentnb.errors import (
     StaleApproval,
 )
 from agentnb.identity import Identity
+from agentnb.store import sqlite_checkpoints
 from agentnb.store.base import DecisionEdit, decision_status
 from agentnb.store.policy import (
     ApproverPolicy,
@@ -203,17 +204,12 @@ def _refusal(
         return None
 
     def pending() -> PendingRun:
-        (state,) = db.execute(
-            "SELECT state FROM entries WHERE run_id = ? AND state IS NOT NULL "
-            "ORDER BY seq DESC LIMIT 1",
-            (run.run_id,),
-        ).fetchone()
         return PendingRun(
             run.run_id,
             run.graph,
             run.node,
             run.step,
-            loads(state),
+            sqlite_checkpoints.state(db, run.run_id),
             policy.started_by,
             decision,
             approver,

@@ -1,0 +1,158 @@
+"""Checkpoint rows as chains — a snapshot, then deltas — written and read the same way by
+every backend.
+
+The format is described in :mod:`agentnb.store.history`; the codec is
+:mod:`agentnb.store.deltas`. This module is the part a backend shares: a backend stores
+and returns rows ``(run_id, step, seq, node, at, kind, body)`` and calls
+
+* :func:`row` — the ``(kind, body)`` to store for a :class:`~agentnb.store.base.CheckpointWrite`;
+* :func:`rebuild` — the state of a step from its row and the rows before it, newest
+  first, read up to the nearest snapshot (a backend reads rows until :func:`is_snapshot`);
+* :func:`rebuild_all` — every step's state from a run's rows, oldest first.
+
+The writer (the driver, which holds the run's live state while it holds the lease) decides
+snapshot or delta with :class:`Chain`: it keeps how many deltas, and how many bytes of
+them, follow the run's last snapshot, so a backend never reads old rows to write a new one.
+
+A delta row of step ``k`` applies to the state of the run's checkpoint at step ``k - 1``
+(the latest one, when a decision's edit saved that step again). A run's first checkpoint is
+always a snapshot, and so is an edited state, so no chain crosses runs or an edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentnb._json import dumps, loads
+from agentnb.errors import StoreError
+from agentnb.store.deltas import SnapshotPolicy, diff
+
+if TYPE_CHECKING:
+    from agentnb.store.base import CheckpointWrite
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "DELTA",
+    "SNAPSHOT",
+    "Chain",
+    "is_snapshot",
+    "rebuild",
+    "rebuild_all",
+    "row",
+]
+
+SNAPSHOT = "snapshot"
+"""A row whose body is the whole state (JSON)."""
+DELTA = "delta"
+"""A row whose body is a delta (:func:`agentnb.store.deltas.diff`, JSON) from the step before."""
+
+
+DEFAULT_POLICY = SnapshotPolicy()
+"""A snapshot every 100 steps, or once the deltas since the last one pass 256 KiB."""
+
+
+def is_snapshot(kind: str | None) -> bool:
+    """True for a snapshot row (``None``: a row written before the format had kinds)."""
+    return kind is None or kind == SNAPSHOT
+
+
+def row(write: CheckpointWrite) -> tuple[str, str]:
+    """The ``(kind, body)`` a backend stores for ``write``."""
+    if write.delta_json is not None:
+        return DELTA, write.delta_json
+    return SNAPSHOT, write.state_json
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The deltas that follow a run's last snapshot: how many, and their JSON bytes.
+
+    The writer keeps one per run it drives, beside the live state; ``None`` where it is
+    not known (a state just loaded from the store) makes the next checkpoint a snapshot.
+    """
+
+    steps: int = 0
+    size: int = 0
+    policy: SnapshotPolicy = DEFAULT_POLICY
+
+    def next(
+        self, previous: Mapping[str, Any], state: Mapping[str, Any]
+    ) -> tuple[str | None, Chain]:
+        """The delta (JSON) that turns ``previous`` into ``state``, or ``None`` when this
+        step is to be a snapshot; and the chain after it."""
+        delta = diff(previous, state)
+        if delta is not None:
+            text = dumps(delta)
+            if not self.policy.due(self.steps + 1, self.size + len(text)):
+                return text, Chain(self.steps + 1, self.size + len(text), self.policy)
+        return None, Chain(0, 0, self.policy)
+
+
+def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, Any]:
+    """The state of the first row of ``newest_first``: ``(step, kind, body)`` rows of one
+    run, one per step, from that step back to (and including) a snapshot.
+
+    Raises:
+        StoreError: the rows end before a snapshot, or a step is missing between them.
+    """
+    chain: list[str] = []
+    expected: int | None = None
+    for step, kind, body in newest_first:
+        if expected is not None and step != expected:
+            raise StoreError(
+                f"the checkpoint chain has no step {expected} (found {step}); "
+                "the file is damaged: restore it from a backup"
+            )
+        chain.append(body)
+        if is_snapshot(kind):
+            return _replay(chain[-1], reversed(chain[:-1]))
+        expected = step - 1
+    raise StoreError(
+        "a checkpoint delta has no snapshot before it; the file is damaged: "
+        "restore it from a backup"
+    )
+
+
+def rebuild_all(
+    oldest_first: Sequence[tuple[int, str | None, str]],
+) -> list[dict[str, Any]]:
+    """Every row's state, from one run's ``(step, kind, body)`` rows (one per step)."""
+    states: list[dict[str, Any]] = []
+    state: dict[str, Any] | None = None
+    last = -1
+    for step, kind, body in oldest_first:
+        if is_snapshot(kind):
+            state = loads(body)
+        elif state is None or step != last + 1:
+            raise StoreError(
+                f"the checkpoint delta of step {step} has no state before it; the file is "
+                "damaged: restore it from a backup"
+            )
+        else:
+            state = _apply_owned(_copy(state), loads(body))
+        last = step
+        states.append(state)
+    return states
+
+
+def _replay(snapshot: str, deltas: Iterable[str]) -> dict[str, Any]:
+    state: dict[str, Any] = loads(snapshot)
+    for body in deltas:
+        state = _apply_owned(state, loads(body))
+    return state
+
+
+def _copy(state: dict[str, Any]) -> dict[str, Any]:
+    """A copy whose lists may be extended without changing ``state`` (values shared)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in state.items()}
+
+
+def _apply_owned(state: dict[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`agentnb.store.deltas.apply` in place, on a state nobody else holds (decoded
+    for this rebuild): appending extends the list instead of copying it each step."""
+    for key, tail in delta.get("append", {}).items():
+        state[key].extend(tail)
+    state.update(delta.get("set", {}))
+    return state

@@ -1,0 +1,122 @@
+"""The SQLite checkpointer's checkpoint rows: written as snapshots or deltas, read back
+through :mod:`agentnb.store.chains`.
+
+A checkpoint is a journal entry (``entries``) whose ``state`` is not NULL: ``kind`` says
+whether ``state`` holds the whole state (``snapshot``; NULL for an entry written by a
+decision's edit or before migration 0008) or a delta from the step before. Loading one
+step walks the covering index ``entries_chain`` back to the nearest snapshot (at most
+:data:`~agentnb.store.deltas.SnapshotPolicy.every` rows) and reads only those bodies.
+
+Functions on an open connection, called inside :class:`SqliteCheckpointer`'s locks.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+from agentnb._json import loads
+from agentnb.errors import StoreError
+from agentnb.store import chains
+from agentnb.store.history import CheckpointInfo
+from agentnb.store.records import Checkpoint
+
+__all__ = ["checkpoint", "checkpoints", "infos", "state"]
+
+_CHAIN = (
+    "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
+    "AND state IS NOT NULL{bound} ORDER BY step DESC, seq DESC"
+)
+
+
+def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[tuple[int, int]]:
+    """``(step, seq)`` of the rows that make up ``step`` (default: the latest), newest
+    first, down to its snapshot; empty when there is no checkpoint at ``step``."""
+    sql = _CHAIN.format(bound="" if step is None else " AND step <= ?")
+    cursor = db.execute(sql, (run_id,) if step is None else (run_id, step))
+    found: list[tuple[int, int]] = []
+    try:
+        for at, seq, kind in cursor:
+            if found and found[-1][0] == at:
+                continue  # an earlier entry of a step saved again (a decision's edit)
+            if not found and step is not None and at != step:
+                return []
+            found.append((at, seq))
+            if chains.is_snapshot(kind):
+                break
+    finally:
+        cursor.close()
+    return found
+
+
+def _rows(
+    db: sqlite3.Connection, run_id: str, chain: list[tuple[int, int]]
+) -> Iterator[tuple[int, str | None, str]]:
+    seqs = [seq for _, seq in chain]
+    marks = ",".join("?" * len(seqs))
+    bodies = {
+        seq: (kind, body)
+        for seq, kind, body in db.execute(
+            f"SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq IN ({marks})",
+            (run_id, *seqs),
+        )
+    }
+    for at, seq in chain:
+        kind, body = bodies[seq]
+        yield at, kind, body
+
+
+def checkpoint(db: sqlite3.Connection, run_id: str, step: int | None) -> Checkpoint | None:
+    """The checkpoint after ``step`` nodes (default: the latest), or ``None``."""
+    chain = _chain(db, run_id, step)
+    if not chain:
+        return None
+    at_step, seq = chain[0]
+    node, at, tasks = db.execute(
+        "SELECT node, at, tasks FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+    ).fetchone()
+    value = chains.rebuild(_rows(db, run_id, chain))
+    return Checkpoint(run_id, at_step, node, value, at, loads(tasks) if tasks else None)
+
+
+def state(db: sqlite3.Connection, run_id: str) -> dict[str, object]:
+    """The run's latest state (the run has a checkpoint: it was created with one)."""
+    chain = _chain(db, run_id, None)
+    if not chain:
+        raise StoreError(f"run {run_id!r} has no checkpoint")
+    return chains.rebuild(_rows(db, run_id, chain))
+
+
+def checkpoints(db: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
+    """Every checkpoint of the run, oldest first (one read of the run's rows)."""
+    rows = db.execute(
+        "SELECT step, node, kind, state, at, tasks FROM entries WHERE run_id = ? "
+        "AND state IS NOT NULL ORDER BY seq",
+        (run_id,),
+    ).fetchall()
+    latest = {s: (node, kind, body, at, t) for s, node, kind, body, at, t in rows}
+    ordered = sorted(latest.items())
+    states = chains.rebuild_all([(s, kind, body) for s, (_, kind, body, _, _) in ordered])
+    return [
+        Checkpoint(run_id, s, node, value, at, loads(t) if t else None)
+        for (s, (node, _, _, at, t)), value in zip(ordered, states, strict=True)
+    ]
+
+
+def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
+    """Every checkpoint's step, node and time, from two index scans (no body read)."""
+    rows = db.execute(
+        "SELECT step, node, at, seq FROM entries INDEXED BY entries_by_step "
+        "WHERE run_id = ? ORDER BY step, seq",
+        (run_id,),
+    ).fetchall()
+    without = {
+        seq
+        for (seq,) in db.execute(
+            "SELECT seq FROM entries INDEXED BY entries_without_state "
+            "WHERE run_id = ? AND state IS NULL",
+            (run_id,),
+        )
+    }
+    latest = {s: (node, at) for s, node, at, seq in rows if seq not in without}
+    return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]

@@ -1,0 +1,116 @@
+"""Checkpoints stored as a snapshot then deltas, in every backend; any step loads exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentnb import END, Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
+from agentnb.errors import StoreError
+from agentnb.store import chains
+from agentnb.store.chains import DELTA, SNAPSHOT, Chain
+from agentnb.store.deltas import SnapshotPolicy
+
+
+def kinds(store: Checkpointer, run_id: str) -> dict[int, str]:
+    """Each step's stored row kind (the latest row of the step)."""
+    if isinstance(store, MemoryCheckpointer):
+        return {step: row.kind for step, row in sorted(store._checkpoints[run_id].items())}
+    assert isinstance(store, SqliteCheckpointer)
+    rows = store._db.execute(
+        "SELECT step, kind FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
+        (run_id,),
+    ).fetchall()
+    return {step: kind or SNAPSHOT for step, kind in rows}
+
+
+def chat(store: Checkpointer, steps: int, *, interrupt: bool = False) -> Any:
+    g = StateGraph("chat")
+    g.add_node(
+        "agent",
+        lambda s: {"n": s["n"] + 1, "messages": [{"role": "ai", "text": f"m{s['n']}"}]},
+    )
+    g.add_node("tool", lambda s: {"last": s["n"]})
+    g.set_entry_point("agent")
+    g.add_conditional_edge("agent", lambda s: "tool" if s["n"] < steps else END, ["tool", END])
+    g.add_edge("tool", "agent")
+    if interrupt:
+        g.add_interrupt_before("tool")
+    return g.compile(store, max_steps=10 * steps)
+
+
+def test_a_long_run_stores_deltas_with_a_snapshot_every_hundred_steps(
+    store: Checkpointer,
+) -> None:
+    states: list[dict[str, Any]] = []
+    workflow = chat(store, 130)
+    run = workflow.start({"n": 0, "messages": []})
+    states.append(run.state)
+    while run.status == "running":
+        run.step()
+        states.append(run.state)
+    stored = kinds(store, run.run_id)
+    assert [step for step, kind in stored.items() if kind == SNAPSHOT] == [0, 100, 200]
+    assert sum(kind == DELTA for kind in stored.values()) == len(stored) - 3
+    for step, state in enumerate(states):
+        assert store.checkpoint(run.run_id, step).state == state
+    assert [cp.state for cp in store.checkpoints(run.run_id)] == states
+    assert store.checkpoint(run.run_id).state == states[-1]
+
+
+def test_an_approval_with_edits_is_stored_as_a_snapshot_and_the_chain_continues_from_it(
+    store: Checkpointer,
+) -> None:
+    run = chat(store, 3, interrupt=True).start({"n": 0, "messages": []})
+    run.step()
+    assert run.status == "pending"
+    run.approve(by="ana", update={"n": 10})
+    paused_at = run.steps
+    run.run()
+    stored = kinds(store, run.run_id)
+    assert stored[paused_at] == SNAPSHOT
+    assert stored[paused_at + 1] == DELTA
+    assert store.checkpoint(run.run_id, paused_at).state["n"] == 10
+    assert store.checkpoint(run.run_id).state == run.state
+    assert run.state["n"] == 11
+
+
+def test_a_fork_starts_its_own_chain_with_a_snapshot(store: Checkpointer) -> None:
+    workflow = chat(store, 6)
+    run = workflow.start({"n": 0, "messages": []}).run()
+    fork = run.fork(5, update={"n": 0})
+    fork.run()
+    stored = kinds(store, fork.run_id)
+    assert stored[5] == SNAPSHOT
+    assert set(list(stored.values())[1:]) == {DELTA}
+    assert store.checkpoint(fork.run_id).state == fork.state
+    assert store.checkpoint(run.run_id, 5).state["n"] == 3  # the original is untouched
+
+
+def test_a_state_loaded_from_the_store_is_followed_by_a_snapshot(store: Checkpointer) -> None:
+    workflow = chat(store, 6)
+    run = workflow.start({"n": 0, "messages": []})
+    run.step()
+    again = workflow.attach(run.run_id)  # knows nothing of the chain in the first process
+    again.step()
+    assert kinds(store, run.run_id) == {0: SNAPSHOT, 1: DELTA, 2: SNAPSHOT}
+
+
+def test_a_chain_that_ends_before_a_snapshot_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="no snapshot"):
+        chains.rebuild([(2, DELTA, '{"set":{"n":2}}'), (1, DELTA, '{"set":{"n":1}}')])
+    with pytest.raises(StoreError, match="no step 1"):
+        chains.rebuild([(2, DELTA, '{"set":{"n":2}}'), (0, SNAPSHOT, '{"n":0}')])
+    with pytest.raises(StoreError, match="no state before it"):
+        chains.rebuild_all([(3, DELTA, '{"set":{"n":2}}')])
+
+
+def test_a_chain_snapshots_once_its_deltas_pass_the_byte_limit() -> None:
+    chain = Chain(policy=SnapshotPolicy(every=100, max_bytes=100))
+    delta, chain = chain.next({"m": []}, {"m": ["x" * 60]})
+    assert delta is not None
+    assert chain.steps == 1
+    delta, chain = chain.next({"m": ["x" * 60]}, {"m": ["x" * 60, "y" * 60]})
+    assert delta is None
+    assert chain == Chain(policy=chain.policy)
