@@ -6,43 +6,38 @@ index: :meth:`~agentnb.store.base.Checkpointer.list_checkpoints`); ``item.state`
 read of one checkpoint, every time it is asked for (a fresh copy, so nothing a caller does
 to it reaches the store, and iterating a long history never holds every state in memory).
 
-Storage format for long runs (the next step of issue #13)
---------------------------------------------------------
-Today every checkpoint stores the whole state as JSON. The format that replaces it keeps
-what the events already carry. Its codec (deltas computed from two states, snapshots,
-rebuild) is :mod:`agentnb.store.deltas`, property-tested; the checkpoint table, the
-migration and the driver do not use it yet:
+Storage format for long runs (issue #13)
+----------------------------------------
+Every checkpoint used to store the whole state as JSON. Now a run's checkpoints are a
+chain: a snapshot, then deltas. The codec (deltas computed from two states, snapshots,
+rebuild) is :mod:`agentnb.store.deltas`, property-tested; what every backend shares
+(which row to store, how to rebuild a step from rows) is :mod:`agentnb.store.chains`:
 
-* **Deltas.** A step's checkpoint row stores the step's *delta* — the node's returned
-  update, as its ``state_update`` event already holds it — not the merged state. For a
-  key whose reducer is built in (replace, ``messages`` append/merge-by-id) the merged value
-  is recomputed on load by applying the same reducer: the reducers are pure and
-  deterministic, so ``apply(state_k, delta_k+1) == state_k+1`` exactly. A superstep's
-  checkpoint stores its tasks' deltas in merge order (declaration or Send order), which
-  the same reducers replay.
-* **Custom reducers.** A reducer the graph does not declare ``replayable`` may depend on
-  things outside the delta (time, randomness, a library version), so its *merged value* is
-  stored in the row instead of the delta, for that key only (``{"set": {key: merged}}``
-  beside ``{"apply": delta_without_key}``). Replaying never calls user code.
+* **Deltas.** A step's row stores what changed from the step before, computed from the
+  two states alone: a list that grew at its end stores the appended tail
+  (``{"append": {key: tail}}``), any other changed key its new value (``"set"``). No
+  reducer is involved, so replaying never calls user code and a custom reducer (replayable
+  or not, deterministic or not) has its merged value stored, never recomputed. A step
+  where a key disappeared (or the keys changed order) is a snapshot.
 * **Snapshots.** Every ``K = 100`` steps, or once the deltas since the last snapshot exceed
-  ``M = 256 KiB`` of JSON, or when a person edits the state (approve with edits, a fork's
-  ``update``), the row stores the full state (``kind = 'snapshot'``). Loading step ``k``
-  reads the nearest snapshot at or before ``k`` and applies at most ``K`` deltas: one
-  range read of consecutive rows of one run, bounded in size by ``M`` plus one state.
-  A run's first checkpoint and a fork's first are always snapshots, so no chain crosses
-  runs.
-* **Rows.** ``checkpoints(run_id, step, seq, node, at, kind, body)`` with the small
-  columns first, so listing a run reads only them; the events stay in ``entries``.
-* **Migration** (a Python step of the migration after 0007, one transaction per run): walk
-  each run's full-state checkpoints in order; a snapshot for the first and every K-th.
-  Each other step becomes a row computed from the two full states alone, with no reducer
-  involved: a list key whose old value is a prefix of the new one stores the appended
-  tail (``{"append": {key: tail}}``), any other changed key its new value (``"set"``),
-  and a step where a key disappeared (or the keys changed order) is a snapshot. Before
-  the old column is cleared, each converted step is rebuilt and compared with the stored
-  full state; a run whose rebuild differs anywhere keeps every step as a snapshot
-  (lossless by construction). The file is then vacuumed, which also turns on incremental
-  auto-vacuum.
+  ``M = 256 KiB`` of JSON, or when a person edits the state (approve with edits), the row
+  stores the full state (``kind = 'snapshot'``). Loading step ``k`` reads the nearest
+  snapshot at or before ``k`` and applies at most ``K`` deltas: bounded in size by ``M``
+  plus one state. A run's first checkpoint and a fork's first are always snapshots, and so
+  is the first one a process writes after loading a state from the store, so no chain
+  crosses runs, edits or writers.
+* **Rows.** ``(run_id, step, seq, node, at, kind, body)``; the events stay in ``entries``.
+  The writer (the driver, holding the lease and the live state) decides delta or snapshot
+  with :class:`~agentnb.store.chains.Chain`; a backend never reads old rows to write one.
+* **Migration** 0008 (SQLite; a Python step of the migration, one savepoint per run): walk
+  each run's full-state checkpoints in step order; a snapshot for the first and wherever
+  the policy or the codec asks; every other step becomes the delta computed from the two
+  full states. Each converted step is rebuilt and compared with the stored JSON, byte for
+  byte, before the next; a run whose rebuild differs anywhere (or whose steps have a gap)
+  is rolled back to its savepoint and keeps every step whole (lossless by construction).
+  The pages freed are reused by later writes; the first prune returns them to the file
+  system (one ``VACUUM`` that also turns on incremental auto-vacuum), so opening a file
+  never pays a hidden full rewrite.
 """
 
 from __future__ import annotations

@@ -54,8 +54,16 @@ def _audit_edits_kept_while_their_decision_exists(db: sqlite3.Connection) -> Non
     )
 
 
+def _checkpoints_as_deltas(db: sqlite3.Connection) -> None:
+    """0008: full-state checkpoints become snapshots and deltas, checked step by step."""
+    from agentnb.store.sqlite_checkpoints import convert
+
+    convert(db)
+
+
 STEPS: dict[str, Callable[[sqlite3.Connection], None]] = {
     "sqlite_0007_long_runs.sql": _audit_edits_kept_while_their_decision_exists,
+    "sqlite_0008_deltas.sql": _checkpoints_as_deltas,
 }
 """Python steps run right after the SQL of the migration they are keyed by."""
 

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
-from agentnb._json import loads
+from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
-from agentnb.store import chains
+from agentnb.store import chains, deltas
+from agentnb.store.chains import Chain
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.records import Checkpoint
 
-__all__ = ["checkpoint", "checkpoints", "infos", "state"]
+__all__ = ["checkpoint", "checkpoints", "convert", "infos", "state"]
 
 _CHAIN = (
     "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
@@ -120,3 +122,72 @@ def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
     }
     latest = {s: (node, at) for s, node, at, seq in rows if seq not in without}
     return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]
+
+
+def convert(db: sqlite3.Connection) -> None:
+    """Migration 0008's Python step: every run's full-state checkpoints become a chain.
+
+    For each run, in a savepoint of its own: the latest entry of each step, in step order,
+    is kept as a snapshot (the first, and wherever :func:`~agentnb.store.deltas.diff` has
+    no delta or the policy asks for one) or rewritten as the delta computed from the two
+    full states alone (no reducer is involved). Each rewritten step is rebuilt from the
+    rows before it and compared with its stored JSON, byte for byte, before the next one;
+    a run whose rebuild differs anywhere, or whose steps are not consecutive, is rolled
+    back to its savepoint and keeps every checkpoint whole. One state (and the one before
+    it) is in memory at a time, so a long run converts in constant memory.
+    """
+    runs = [r for (r,) in db.execute("SELECT run_id FROM runs ORDER BY run_id")]
+    for run_id in runs:
+        db.execute("SAVEPOINT convert_run")
+        try:
+            if _convert_run(db, run_id):
+                db.execute("RELEASE convert_run")
+                continue
+        except BaseException:
+            db.execute("ROLLBACK TO convert_run")
+            db.execute("RELEASE convert_run")
+            raise
+        db.execute("ROLLBACK TO convert_run")
+        db.execute("RELEASE convert_run")
+
+
+def _convert_run(db: sqlite3.Connection, run_id: str) -> bool:
+    """Rewrite one run's chain; False when any step would not come back exactly."""
+    latest: dict[int, int] = {}
+    for step, seq in db.execute(
+        "SELECT step, seq FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
+        (run_id,),
+    ).fetchall():
+        latest[step] = seq
+    steps = sorted(latest)
+    if not steps or steps != list(range(steps[0], steps[0] + len(steps))):
+        return not steps  # nothing to convert; or a gap: kept whole
+    previous: dict[str, Any] | None = None  # the state of the step before, as stored
+    chain = Chain()
+    for step in steps:
+        seq = latest[step]
+        (text,) = db.execute(
+            "SELECT state FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+        ).fetchone()
+        current: dict[str, Any] = loads(text)
+        delta_json: str | None = None
+        if previous is not None:
+            delta_json, chain = chain.next(previous, current)
+        else:
+            chain = Chain()
+        if delta_json is None:
+            db.execute(
+                "UPDATE entries SET kind = ? WHERE run_id = ? AND seq = ?",
+                (chains.SNAPSHOT, run_id, seq),
+            )
+        else:
+            assert previous is not None
+            rebuilt = deltas.apply(previous, loads(delta_json))
+            if dumps(rebuilt) != text:
+                return False
+            db.execute(
+                "UPDATE entries SET kind = ?, state = ? WHERE run_id = ? AND seq = ?",
+                (chains.DELTA, delta_json, run_id, seq),
+            )
+        previous = current
+    return True
