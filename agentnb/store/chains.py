@@ -75,7 +75,8 @@ class Chain:
 
     steps: int = 0
     size: int = 0
-    policy: SnapshotPolicy = DEFAULT_POLICY
+    policy: SnapshotPolicy | None = None
+    """``None``: :data:`DEFAULT_POLICY`, read when the chain grows."""
 
     def next(
         self, previous: Mapping[str, Any], state: Mapping[str, Any]
@@ -85,7 +86,8 @@ class Chain:
         delta = diff(previous, state)
         if delta is not None:
             text = dumps(delta)
-            if not self.policy.due(self.steps + 1, self.size + len(text)):
+            policy = self.policy or DEFAULT_POLICY
+            if not policy.due(self.steps + 1, self.size + len(text)):
                 return text, Chain(self.steps + 1, self.size + len(text), self.policy)
         return None, Chain(0, 0, self.policy)
 
