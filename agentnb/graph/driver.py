@@ -348,10 +348,11 @@ class Driver:
                 else:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
-                if self.chain is None:
-                    delta_json, chain = None, Chain()
-                else:
+                delta_json = None
+                if self.chain is not None:
                     delta_json, chain = self.chain.next(state, new_state)
+                if delta_json is None:
+                    chain = Chain.after(new_json)
                 checkpoint = CheckpointWrite(step, nxt_head, new_json, tasks_json, delta_json)
                 if ran_after is not None or pause:
                     digest = pending_digest(self.run_id, nxt_head, step, new_json)

@@ -326,7 +326,7 @@ class Run(Drawable, HasTimeline, Viewable):
         if workflow.listeners:
             workflow._notify([started])
         run = cls(workflow, record)
-        run._chain = Chain()  # its checkpoint is the snapshot just written
+        run._chain = Chain.after(state_json)  # its checkpoint is the snapshot just written
         return run
 
     def fork(
@@ -534,7 +534,7 @@ class Run(Drawable, HasTimeline, Viewable):
         record = self._store.get_run(self.run_id)
         if edit is not None and edit.state_json is not None:
             self._load_state(record)  # the approved state is the pending step's checkpoint
-            self._chain = Chain()  # stored whole by the decision: the next row extends it
+            self._chain = Chain.after(edit.state_json)  # stored whole by the decision
         else:
             self._sync(record)
         if self.workflow.listeners:

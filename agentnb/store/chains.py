@@ -67,7 +67,8 @@ def row(write: CheckpointWrite) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Chain:
-    """The deltas that follow a run's last snapshot: how many, and their JSON bytes.
+    """The deltas that follow a run's last snapshot: how many, their JSON bytes, and the
+    snapshot's own bytes (``base``).
 
     The writer keeps one per run it drives, beside the live state; ``None`` where it is
     not known (a state just loaded from the store) makes the next checkpoint a snapshot.
@@ -75,21 +76,28 @@ class Chain:
 
     steps: int = 0
     size: int = 0
+    base: int = 0
     policy: SnapshotPolicy | None = None
     """``None``: :data:`DEFAULT_POLICY`, read when the chain grows."""
+
+    @classmethod
+    def after(cls, snapshot_json: str, policy: SnapshotPolicy | None = None) -> Chain:
+        """The chain that starts with a snapshot just stored as ``snapshot_json``."""
+        return cls(0, 0, len(snapshot_json), policy)
 
     def next(
         self, previous: Mapping[str, Any], state: Mapping[str, Any]
     ) -> tuple[str | None, Chain]:
-        """The delta (JSON) that turns ``previous`` into ``state``, or ``None`` when this
-        step is to be a snapshot; and the chain after it."""
+        """The delta (JSON) that turns ``previous`` into ``state``, and the chain after
+        it; or ``None`` when this step is to be a snapshot — the writer stores the whole
+        state and continues with :meth:`after` of it."""
         delta = diff(previous, state)
         if delta is not None:
             text = dumps(delta)
             policy = self.policy or DEFAULT_POLICY
-            if not policy.due(self.steps + 1, self.size + len(text)):
-                return text, Chain(self.steps + 1, self.size + len(text), self.policy)
-        return None, Chain(0, 0, self.policy)
+            if not policy.due(self.steps + 1, self.size + len(text), self.base):
+                return text, Chain(self.steps + 1, self.size + len(text), self.base, self.policy)
+        return None, Chain(0, 0, 0, self.policy)
 
 
 def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, Any]:

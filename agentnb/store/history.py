@@ -19,13 +19,16 @@ rebuild) is :mod:`agentnb.store.deltas`, property-tested; what every backend sha
   reducer is involved, so replaying never calls user code and a custom reducer (replayable
   or not, deterministic or not) has its merged value stored, never recomputed. A step
   where a key disappeared (or the keys changed order) is a snapshot.
-* **Snapshots.** Every ``K = 100`` steps, or once the deltas since the last snapshot exceed
-  ``M = 256 KiB`` of JSON, or when a person edits the state (approve with edits), the row
-  stores the full state (``kind = 'snapshot'``). Loading step ``k`` reads the nearest
-  snapshot at or before ``k`` and applies at most ``K`` deltas: bounded in size by ``M``
-  plus one state. A run's first checkpoint and a fork's first are always snapshots, and so
-  is the first one a process writes after loading a state from the store, so no chain
-  crosses runs, edits or writers.
+* **Snapshots.** Once the deltas since the last snapshot weigh as much as it did (and
+  at least ``K = 100`` steps on), or at once past ``M = 256 KiB`` of them, or when a person
+  edits the state (approve with edits), the row stores the full state
+  (``kind = 'snapshot'``). A fixed period would store a growing state whole every ``K``
+  steps, a file quadratic in the run's length; weighing the deltas against the snapshot
+  makes snapshots geometrically rarer (2,000 appended messages: 6 snapshots). Loading
+  step ``k`` reads the nearest snapshot at or before ``k`` and the deltas after it: at
+  most about twice the state, or ``M`` plus one state. A run's first checkpoint and a
+  fork's first are always snapshots, and so is the first one a process writes after
+  loading a state from the store, so no chain crosses runs, edits or writers.
 * **Rows.** ``(run_id, step, seq, node, at, kind, body)``; the events stay in ``entries``.
   The writer (the driver, holding the lease and the live state) decides delta or snapshot
   with :class:`~agentnb.store.chains.Chain`; a backend never reads old rows to write one.

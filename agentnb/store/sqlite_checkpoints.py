@@ -173,9 +173,8 @@ def _convert_run(db: sqlite3.Connection, run_id: str) -> bool:
         delta_json: str | None = None
         if previous is not None:
             delta_json, chain = chain.next(previous, current)
-        else:
-            chain = Chain()
         if delta_json is None:
+            chain = Chain.after(text)
             db.execute(
                 "UPDATE entries SET kind = ? WHERE run_id = ? AND seq = ?",
                 (chains.SNAPSHOT, run_id, seq),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from agentnb import END, Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
+from agentnb._json import dumps
 from agentnb.errors import StoreError
 from agentnb.store import chains
 from agentnb.store.chains import DELTA, SNAPSHOT, Chain
@@ -40,7 +42,7 @@ def chat(store: Checkpointer, steps: int, *, interrupt: bool = False) -> Any:
     return g.compile(store, max_steps=10 * steps)
 
 
-def test_a_long_run_stores_deltas_with_a_snapshot_every_hundred_steps(
+def test_a_long_run_stores_deltas_and_a_snapshot_once_they_outweigh_the_last_one(
     store: Checkpointer,
 ) -> None:
     states: list[dict[str, Any]] = []
@@ -114,3 +116,20 @@ def test_a_chain_snapshots_once_its_deltas_pass_the_byte_limit() -> None:
     delta, chain = chain.next({"m": ["x" * 60]}, {"m": ["x" * 60, "y" * 60]})
     assert delta is None
     assert chain == Chain(policy=chain.policy)
+
+
+def test_a_growing_state_is_snapshotted_ever_less_often_so_the_file_stays_linear() -> None:
+    store = MemoryCheckpointer()
+    g = StateGraph("loop")
+    g.add_node("agent", lambda s: {"n": s["n"] + 1, "messages": ["x" * 200]})
+    g.set_entry_point("agent")
+    g.add_conditional_edge("agent", lambda s: "agent" if s["n"] < 1000 else END, ["agent", END])
+    run = g.compile(store, max_steps=1001).start({"n": 0, "messages": []}).run()
+    snapshots = [step for step, kind in kinds(store, run.run_id).items() if kind == SNAPSHOT]
+    gaps = [b - a for a, b in itertools.pairwise(snapshots)]
+    assert gaps[0] == 100  # at least DEFAULT_POLICY.every steps apart
+    assert gaps == sorted(gaps)
+    assert gaps[-1] > 2 * gaps[0]
+    assert len(snapshots) <= 6  # a fixed period would have stored 11 growing states
+    stored = sum(len(row.body) for row in store._checkpoints[run.run_id].values())
+    assert stored < 4 * len(dumps(run.state))

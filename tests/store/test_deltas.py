@@ -71,11 +71,16 @@ def test_every_state_rebuilt_from_deltas_and_snapshots_is_the_original(
     assert rows[0].kind == "snapshot"
     for index, state in enumerate(states):
         assert dumps(rebuild(rows, index)) == dumps(state)
-    # The chain from a snapshot is bounded by the policy.
-    run = 0
+    # The chain from a snapshot is bounded by the policy: its deltas weigh less than
+    # max_bytes, and once it is ``every`` steps long, less than the snapshot itself.
+    run = weight = base = 0
     for row in rows:
-        run = 0 if row.kind == "snapshot" else run + 1
-        assert run < every
+        if row.kind == "snapshot":
+            run, weight, base = 0, 0, len(dumps(row.body))
+            continue
+        run, weight = run + 1, weight + len(dumps(row.body))
+        assert weight < max_bytes
+        assert run < every or weight < base
 
 
 def test_a_growing_list_is_stored_as_its_tail_and_a_changed_key_as_its_value() -> None:
