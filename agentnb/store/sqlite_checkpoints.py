@@ -54,14 +54,17 @@ def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[tuple[
 def _rows(
     db: sqlite3.Connection, run_id: str, chain: list[tuple[int, int]]
 ) -> Iterator[tuple[int, str | None, str]]:
-    seqs = [seq for _, seq in chain]
-    marks = ",".join("?" * len(seqs))
+    # One range scan of the primary key (the chain's entries are consecutive in seq but
+    # for a decision's entries between them), rather than a lookup per row.
+    wanted = {seq for _, seq in chain}
     bodies = {
         seq: (kind, body)
         for seq, kind, body in db.execute(
-            f"SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq IN ({marks})",
-            (run_id, *seqs),
+            "SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ? "
+            "AND state IS NOT NULL",
+            (run_id, chain[-1][1], chain[0][1]),
         )
+        if seq in wanted
     }
     for at, seq in chain:
         kind, body = bodies[seq]
