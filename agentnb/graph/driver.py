@@ -35,9 +35,10 @@ from agentnb.errors import (
     describe,
 )
 from agentnb.graph.builder import END
+from agentnb.graph.copies import StateCopy
 from agentnb.graph.questions import Asked
 from agentnb.graph.run import NodeContext
-from agentnb.graph.state import apply_delta, merge_writes
+from agentnb.graph.state import apply_delta, json_copy, merge_writes
 from agentnb.graph.streams import Emitted, Live, Streams
 from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
@@ -63,12 +64,12 @@ Sink = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a run stands: its row, its state (and the same as JSON), its next tasks, and
-    the stored chain its next checkpoint extends (``None``: unknown, so a snapshot)."""
+    """Where a run stands: its row, its live state (never changed in place: nodes get a
+    :class:`~agentnb.graph.copies.StateCopy`), its next tasks, and the stored chain its
+    next checkpoint extends (``None``: unknown, so the next checkpoint is a snapshot)."""
 
     record: RunRecord
     state: dict[str, Any]
-    state_json: str
     frontier: Frontier
     chain: Chain | None = None
 
@@ -104,7 +105,7 @@ class Driver:
         self.edits: dict[str, dict[str, Any]] = {}
         # Where the run stands after the last commit; ``position`` assembles it at the end.
         self.change: StepCommit | None = None
-        self.state, self.state_json = position.state, position.state_json
+        self.state = position.state
         self.frontier: Frontier | None = position.frontier
         self.chain = position.chain
 
@@ -125,7 +126,7 @@ class Driver:
         if self.fence:
             record = dataclasses.replace(record, lease_owner=None, lease_expires=None)
         frontier = self.frontier if self.frontier is not None else Frontier.at(record.node)
-        return Position(record, self.state, self.state_json, frontier, self.chain)
+        return Position(record, self.state, frontier, self.chain)
 
     def _event(self, type: str, node: str | None, step: int, payload: dict[str, Any]) -> Event:
         # next() on a count is atomic: tasks in threads draw their numbers safely.
@@ -135,7 +136,6 @@ class Driver:
         self,
         change: StepCommit,
         state: dict[str, Any] | None = None,
-        state_json: str | None = None,
         frontier: Frontier | None = None,
     ) -> None:
         self.store.commit(
@@ -144,8 +144,8 @@ class Driver:
         self.released = change.release
         self.pending = []
         self.change = change
-        if state is not None and state_json is not None:
-            self.state, self.state_json, self.frontier = state, state_json, frontier
+        if state is not None:
+            self.state, self.frontier = state, frontier
         if self.workflow.listeners:
             self.workflow._notify(change.events)
 
@@ -173,11 +173,11 @@ class Driver:
         record = self.store.acquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
         start = self.start.record
-        if record.step != start.step or record.seq != start.seq or not self.state_json:
+        if record.step != start.step or record.seq != start.seq:
             # Another worker moved the run, or another process decided it (perhaps with an
             # edited state): what is in memory may not be its last checkpoint.
             cp = self.store.checkpoint(self.run_id)
-            self.state, self.state_json = cp.state, dumps(cp.state)
+            self.state = cp.state
             self.frontier = Frontier.at(cp.node, cp.tasks)
             self.chain = None
         self.start = dataclasses.replace(self.start, record=record)
@@ -205,7 +205,7 @@ class Driver:
             for row in self.store.pending_tasks(self.run_id):
                 if row.status == "approved" and row.decided_by:
                     self.approvals[row.task_id] = row.decided_by
-        state, state_json = self.state, self.state_json
+        state = self.state
         # A linear run keeps just its next node (``frontier`` is None); anything more — a
         # fan-out, Sends, joins waiting — keeps the whole frontier.
         frontier = self.frontier
@@ -239,7 +239,7 @@ class Driver:
                     self.edits = {p.task_id: p.update for p in decided if p.update is not None}
                     held = [t for t in tasks if t.node in before and t.id not in approved_ids]
                 if not tasks:
-                    yield self._finish(state_json, step)
+                    yield self._finish(state, step)
                     return
                 head = tasks[0].node
                 if max_supersteps is not None and executed >= max_supersteps:
@@ -253,7 +253,7 @@ class Driver:
                     )
                     raise budget
                 if gated is not None and not approved:
-                    yield self._pause(gated, step, state_json)
+                    yield self._pause(gated, step, state)
                     return
                 approved = False
 
@@ -264,7 +264,7 @@ class Driver:
                     self.pending = [start]
                     yield start
                     try:
-                        call = self._invoke(tasks[0], step, state_json, self._sink(node, step))
+                        call = self._invoke(tasks[0], step, state, self._sink(node, step))
                         if self.live is None:
                             delta = await call
                         else:  # hand on what the node emits while it runs
@@ -280,7 +280,7 @@ class Driver:
                         self._fail(node, step, failure.error)
                         raise failure.error from failure.error.__cause__
                     except (Asked, ChildPaused) as asked:
-                        hold = self._hold([tasks[0]], step, state_json, {node: asked}, rows=False)
+                        hold = self._hold([tasks[0]], step, state, {node: asked}, rows=False)
                         for event in hold:
                             yield event
                         return
@@ -290,10 +290,10 @@ class Driver:
                         return
                     self.ran[node] = delta
                     reduce = node not in wf.nested  # a subgraph merged its keys already
-                    new_state, new_json = self._merge_one(node, step, state, delta, reduce)
+                    new_state = self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
                     if simple is None:
-                        new_frontier, leads = self._route(tasks, step, new_json, ())
+                        new_frontier, leads = self._route(tasks, step, new_state, ())
                         lead = leads[node]
                     else:
                         nxt, lead = simple, [simple]
@@ -307,19 +307,17 @@ class Driver:
                     results: dict[str, dict[str, Any]] = {}
                     questions: dict[str, Asked | ChildPaused] = {}
                     runnable = [t for t in tasks if t not in held] if held else tasks
-                    async for out in self._superstep(
-                        runnable, step, state_json, results, questions
-                    ):
+                    async for out in self._superstep(runnable, step, state, results, questions):
                         yield out
                     if len(results) + len(held) + len(questions) < len(tasks):
                         return  # a subgraph advanced one superstep of its own: not done
                     if held or questions:
                         waiting = [t for t in tasks if t in held or t.id in questions]
-                        for event in self._hold(waiting, step, state_json, questions):
+                        for event in self._hold(waiting, step, state, questions):
                             yield event
                         return
-                    new_state, new_json = self._merge(tasks, results, head, step, state)
-                    new_frontier, leads = self._route(tasks, step, new_json, frontier.waiting)
+                    new_state = self._merge(tasks, results, head, step, state)
+                    new_frontier, leads = self._route(tasks, step, new_state, frontier.waiting)
                     events = sorted(self.pending, key=_seq)
                     events += [
                         self._update(t.id, t.node, step + 1, results[t.id], leads[t.id])
@@ -348,13 +346,9 @@ class Driver:
                 else:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
-                delta_json = None
-                if self.chain is not None:
-                    delta_json, chain = self.chain.next(state, new_state)
-                if delta_json is None:
-                    chain = Chain.after(new_json)
-                checkpoint = CheckpointWrite(step, nxt_head, new_json, tasks_json, delta_json)
+                checkpoint, chain = self._checkpoint(step, nxt_head, state, new_state, tasks_json)
                 if ran_after is not None or pause:
+                    new_json = dumps(new_state)
                     digest = pending_digest(self.run_id, nxt_head, step, new_json)
                     payload = {
                         "when": "before" if ran_after is None else "after",
@@ -368,7 +362,7 @@ class Driver:
                     )
                 elif nxt_head == END:
                     events.append(
-                        self._event(EventType.COMPLETED, END, step, {"state": loads(new_json)})
+                        self._event(EventType.COMPLETED, END, step, {"state": json_copy(new_state)})
                     )
                     change = StepCommit(
                         _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
@@ -377,9 +371,9 @@ class Driver:
                     change = StepCommit(
                         _RUNNING, nxt_head, step, events, checkpoint, settles=settles
                     )
-                self._commit(change, new_state, new_json, new_frontier)
+                self._commit(change, new_state, new_frontier)
                 self.chain = chain
-                state, state_json = new_state, new_json
+                state = new_state
                 for event in events:
                     if event.type is not _NODE_START:
                         yield event
@@ -406,13 +400,13 @@ class Driver:
         head: str,
         step: int,
         state: dict[str, Any],
-    ) -> tuple[dict[str, Any], str]:
+    ) -> dict[str, Any]:
         """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
         writes = self._state_edits(tasks) + [(t.id, results[t.id]) for t in tasks]
         try:
             nodes = self.workflow.nodes
             nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
-            merged = merge_writes(
+            return merge_writes(
                 state,
                 writes,
                 self.workflow.reducers,
@@ -420,7 +414,6 @@ class Driver:
                 step=step,
                 replacing=nested,
             )
-            return merged, dumps(merged)
         except (ConflictingUpdate, InvalidState) as exc:
             self._fail(head, step, exc)
             raise
@@ -428,6 +421,23 @@ class Driver:
             error = NodeFailed(self.run_id, head, step, exc)
             self._fail(head, step, error)
             raise error from exc
+
+    def _checkpoint(
+        self,
+        step: int,
+        node: str,
+        state: dict[str, Any],
+        new_state: dict[str, Any],
+        tasks_json: str | None,
+    ) -> tuple[CheckpointWrite, Chain]:
+        """The step's checkpoint: the delta from ``state`` when the chain goes on (no
+        encoding of the whole state), else a snapshot and the chain it starts."""
+        if self.chain is not None:
+            delta_json, chain = self.chain.next(state, new_state)
+            if delta_json is not None:
+                return CheckpointWrite(step, node, "", tasks_json, delta_json), chain
+        new_json = dumps(new_state)
+        return CheckpointWrite(step, node, new_json, tasks_json), Chain.after(new_json)
 
     def _update(
         self, task: str, node: str, step: int, delta: dict[str, Any], leads: Sequence[str]
@@ -446,11 +456,10 @@ class Driver:
         state: dict[str, Any],
         delta: dict[str, Any],
         reduce: bool = True,
-    ) -> tuple[dict[str, Any], str]:
+    ) -> dict[str, Any]:
         """Merge one task's delta; on any failure the run fails with its state intact."""
         try:
-            new_state = apply_delta(state, delta, self.workflow.reducers if reduce else {})
-            return new_state, dumps(new_state)
+            return apply_delta(state, delta, self.workflow.reducers if reduce else {})
         except InvalidState as exc:
             self._fail(node, step, exc)
             raise
@@ -463,11 +472,12 @@ class Driver:
         self,
         tasks: Sequence[Task],
         step: int,
-        state_json: str,
+        state: dict[str, Any],
         waiting: Sequence[tuple[int, tuple[str, ...]]],
     ) -> tuple[Frontier, dict[str, list[str]]]:
         try:
-            return advance(self.workflow, tasks, loads(state_json), waiting, run_id=self.run_id)
+            view = StateCopy(state)  # routers read it; a router's changes stay in it
+            return advance(self.workflow, tasks, view, waiting, run_id=self.run_id)
         except RoutingError as exc:
             self._fail(exc.node, step, exc)
             raise
@@ -478,7 +488,7 @@ class Driver:
         self,
         tasks: Sequence[Task],
         step: int,
-        state_json: str,
+        state: dict[str, Any],
         results: dict[str, dict[str, Any]],
         questions: dict[str, Asked | ChildPaused],
     ) -> AsyncIterator[Event | Emitted]:
@@ -505,7 +515,7 @@ class Driver:
             yield event
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
-        inputs = {t.id: self._edited(t, step, state_json) for t in todo}
+        inputs = {t.id: self._edited(t, step, state) for t in todo}
 
         async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
@@ -560,15 +570,17 @@ class Driver:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    def _edited(self, task: Task, step: int, state_json: str) -> tuple[Task, str]:
+    def _edited(
+        self, task: Task, step: int, state: dict[str, Any]
+    ) -> tuple[Task, dict[str, Any]]:
         """A task and its input: the superstep's state, with its approval's edit merged
         in if it was approved with one (``run.approve(task=..., update=...)``); for a
-        Send, over its payload."""
+        Send, over its payload. (The node still gets a copy: see ``_invoke``.)"""
         edit = self.edits.get(task.id)
         if edit is None:
-            return task, state_json
-        given = {**loads(state_json), **(task.payload or {})}
-        edited = self._merge_one(task.node, step, given, edit)[1]
+            return task, state
+        given = {**state, **json_copy(task.payload or {})}
+        edited = self._merge_one(task.node, step, given, edit)
         return dataclasses.replace(task, payload=None), edited
 
     def _state_edits(self, tasks: Sequence[Task]) -> list[tuple[str, dict[str, Any]]]:
@@ -595,9 +607,10 @@ class Driver:
     # -- calling one node ------------------------------------------------------------------
 
     async def _invoke(
-        self, task: Task, step: int, state_json: str, sink: Sink, *, threaded: bool = False
+        self, task: Task, step: int, state: dict[str, Any], sink: Sink, *, threaded: bool = False
     ) -> dict[str, Any]:
-        """Call the task's node on a fresh copy of the state; return its checked delta.
+        """Call the task's node on a fresh copy of the state (copied as it is read: a
+        :class:`~agentnb.graph.copies.StateCopy`); return its checked delta.
 
         Raises:
             _Failure: carrying the typed error (NodeFailed, BreakerOpen, InvalidState).
@@ -613,13 +626,13 @@ class Driver:
                         self.store, self.run_id, node, step, sink, task.id, emitted.add
                     )
                     try:
-                        result = spec.fn(loads(state_json), context)
+                        result = spec.fn(StateCopy(state), context)
                         if inspect.isawaitable(result):
                             result = await result
                     finally:
                         emitted.flush(sink)
                 else:
-                    result = spec.fn(loads(state_json))
+                    result = spec.fn(StateCopy(state))
                     if inspect.isawaitable(result):
                         result = await result
             except Exception as exc:
@@ -634,7 +647,7 @@ class Driver:
                     self.run_id,
                     task,
                     step,
-                    state_json,
+                    state,
                     stepping=self.stepping,
                     approved_by=self.approvals.get(task.id) or self.approvals.get(""),
                 )
@@ -646,11 +659,8 @@ class Driver:
             if streams is not None
             else None
         )
-        if task.payload is None:
-            fresh: Callable[[], Any] = lambda: loads(state_json)  # noqa: E731
-        else:
-            overlay = dumps(task.payload)
-            fresh = lambda: {**loads(state_json), **loads(overlay)}  # noqa: E731
+        payload = task.payload
+        fresh: Callable[[], Any] = lambda: StateCopy(state, payload)  # noqa: E731
         fn = spec.fn
         is_async = spec.is_async
         if threaded and not is_async:
@@ -760,8 +770,9 @@ class Driver:
         payload = {"error": describe(cause), "raised": describe(error)}
         return self._event(EventType.FAILED, node, step, payload)
 
-    def _pause(self, node: str, step: int, state_json: str) -> Event:
+    def _pause(self, node: str, step: int, state: dict[str, Any]) -> Event:
         """Pause before ``node`` with the state unchanged (entry interrupt, continued run)."""
+        state_json = dumps(state)
         digest = pending_digest(self.run_id, node, step, state_json)
         event = self._event(
             EventType.INTERRUPTED,
@@ -778,7 +789,7 @@ class Driver:
         self,
         held: Sequence[Task],
         step: int,
-        state_json: str,
+        live: dict[str, Any],
         questions: Mapping[str, Asked | ChildPaused] | None = None,
         *,
         rows: bool = True,
@@ -793,6 +804,7 @@ class Driver:
         events = sorted(self.pending, key=_seq)
         paused: list[Event] = []
         holds = []
+        state_json = dumps(live)
         state = loads(state_json)
         for task in held:
             asked = questions.get(task.id)
@@ -824,8 +836,8 @@ class Driver:
         self._commit(change)
         return paused
 
-    def _finish(self, state_json: str, step: int) -> Event:
-        event = self._event(EventType.COMPLETED, END, step, {"state": loads(state_json)})
+    def _finish(self, state: dict[str, Any], step: int) -> Event:
+        event = self._event(EventType.COMPLETED, END, step, {"state": json_copy(state)})
         self._commit(StepCommit(Status.COMPLETED, END, step, [event], release=True))
         return event
 

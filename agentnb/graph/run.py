@@ -28,7 +28,7 @@ from agentnb.errors import (
     TaskNotNamed,
 )
 from agentnb.graph.builder import END
-from agentnb.graph.state import apply_delta
+from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.superstep import Frontier, plan
 from agentnb.store.base import (
     CheckpointWrite,
@@ -265,7 +265,6 @@ class Run(Drawable, HasTimeline, Viewable):
         self.owner = new_owner()
         self._store = workflow.checkpointer
         self._record = record
-        self._state_json = ""
         self._state: dict[str, Any] = {}
         self._frontier = Frontier.at(record.node)
         self._chain: Chain | None = None
@@ -373,7 +372,6 @@ class Run(Drawable, HasTimeline, Viewable):
     def _load_state(self, record: RunRecord) -> None:
         cp = self._store.checkpoint(record.run_id)
         self._state = cp.state
-        self._state_json = dumps(cp.state)
         self._frontier = Frontier.at(cp.node, cp.tasks)
         self._record = record
         self._chain = None  # the next checkpoint is a snapshot: no chain is assumed
@@ -381,13 +379,13 @@ class Run(Drawable, HasTimeline, Viewable):
     def _adopt(self, position: Position) -> None:
         """Take over where a driver left the run."""
         self._record = position.record
-        self._state, self._state_json = position.state, position.state_json
+        self._state = position.state
         self._frontier = position.frontier
         self._chain = position.chain
 
     def _sync(self, record: RunRecord) -> None:
         """Adopt ``record``; reload the state only if another worker moved the run."""
-        if record.step != self._record.step or not self._state_json:
+        if record.step != self._record.step:
             self._load_state(record)
         else:
             self._record = record
@@ -425,7 +423,7 @@ class Run(Drawable, HasTimeline, Viewable):
     def state(self) -> dict[str, Any]:
         """A copy of the current state."""
         self._sync(self._store.get_run(self.run_id))
-        return loads(self._state_json)  # type: ignore[no-any-return]
+        return json_copy(self._state)  # type: ignore[no-any-return]
 
     @property
     def events(self) -> list[Event]:
@@ -897,7 +895,7 @@ class Run(Drawable, HasTimeline, Viewable):
     def _position(self) -> Position:
         from agentnb.graph.driver import Position
 
-        return Position(self._record, self._state, self._state_json, self._frontier, self._chain)
+        return Position(self._record, self._state, self._frontier, self._chain)
 
 
 def _check_update(update: Any) -> None:

@@ -5,9 +5,10 @@ A node returns a *delta* (a dict of changed keys). Each key is merged by its red
 own reducer per key (``StateGraph(reducers={"total": operator.add})``).
 
 State is stored as JSON, so the runtime checks every delta before anything is saved and
-names the offending key path. Nodes always receive a fresh copy decoded from the stored
-JSON: they cannot change the run's state behind the runtime's back, and what a node sees
-in a live process is exactly what it would see after a restart (tuples arrive as lists).
+names the offending key path. Nodes always receive a fresh copy, each key copied through
+JSON when first read (:class:`~agentnb.graph.copies.StateCopy`): they cannot change the
+run's state behind the runtime's back, and what a node sees in a live process is exactly
+what it would see after a restart (tuples arrive as lists).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentnb._json import dumps, loads
 from agentnb.errors import ConflictingUpdate, DefinitionError
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "Reducer",
     "append",
     "apply_delta",
+    "json_copy",
     "merge_writes",
     "reducers_of",
     "replace",
@@ -99,14 +102,35 @@ def _seeded(reducer: Reducer, base: object) -> Reducer:
     return merge
 
 
+ATOMS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """``value`` as it comes back from JSON: a deep copy (atoms are returned as they are)."""
+    if type(value) in ATOMS:
+        return value
+    return loads(dumps(value))
+
+
 def apply_delta(
     state: dict[str, Any], delta: Mapping[str, Any], reducers: Mapping[str, Reducer]
 ) -> dict[str, Any]:
-    """Return a new state with ``delta`` merged into ``state`` by each key's reducer."""
+    """Return a new state with ``delta`` merged into ``state`` by each key's reducer.
+
+    ``state`` and everything in it are left as they are: the new dict shares the values
+    the delta did not change. A custom reducer gets a JSON copy of the current value (it
+    may change it in place), and its result goes through JSON, so the state stays what
+    the store gives back.
+    """
     merged = dict(state)
     for key, value in delta.items():
         reducer = reducers.get(key, replace)
-        merged[key] = value if reducer is replace else reducer(state.get(key), value)
+        if reducer is replace:
+            merged[key] = value
+        elif reducer is append:
+            merged[key] = append(state.get(key), value)
+        else:
+            merged[key] = json_copy(reducer(json_copy(state.get(key)), value))
     return merged
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentnb._json import loads
 from agentnb.errors import NodeFailed, RunNotFound
+from agentnb.graph.copies import StateCopy
 from agentnb.store.records import Status
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ async def drive_child(
     run_id: str,
     task: Task,
     step: int,
-    state_json: str,
+    state: dict[str, Any],
     *,
     stepping: bool,
     approved_by: str | None = None,
@@ -69,7 +69,7 @@ async def drive_child(
     spec = workflow.nodes[task.node]
     child_workflow = workflow._child(task.node)
     name = child_id(run_id, task, step)
-    start = _input(spec, state_json, task.payload)
+    start = _input(spec, state, task.payload)
     try:
         child = Run._attach(child_workflow, name)
     except RunNotFound:
@@ -102,13 +102,12 @@ def _only(child: Run) -> str | None:
     return held[0].task_id if len(held) == 1 else None
 
 
-def _input(spec: NodeSpec, state_json: str, payload: dict[str, Any] | None) -> dict[str, Any]:
-    state: dict[str, Any] = loads(state_json)
-    if payload:
-        state.update(payload)
+def _input(spec: NodeSpec, live: dict[str, Any], payload: dict[str, Any] | None) -> dict[str, Any]:
+    """The child's first state: a copy of the keys it takes (and a Send's payload)."""
+    view = StateCopy(live, payload)
     if spec.input_keys is not None:
-        state = {k: state[k] for k in spec.input_keys if k in state}
-    return state
+        return {k: view[k] for k in spec.input_keys if k in view}
+    return view.copy()
 
 
 def _output(spec: NodeSpec, start: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
