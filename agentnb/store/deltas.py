@@ -19,6 +19,7 @@ calls user code, whatever reducer produced the change.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +47,7 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | Non
             isinstance(before, list)
             and isinstance(value, list)
             and len(value) > len(before)
-            and _same(value[: len(before)], before)
+            and _prefix(before, value)
         ):
             appended[key] = value[len(before) :]
         else:
@@ -132,8 +133,18 @@ def rebuild(rows: Sequence[Row], index: int) -> dict[str, Any]:
 _MISSING = object()
 
 
+def _prefix(head: list[Any], items: list[Any]) -> bool:
+    """``items`` starts with ``head``. A reducer that appends keeps the very objects, so
+    they are compared by identity first (at C speed); JSON equality settles the rest."""
+    if all(map(operator.is_, head, items)):
+        return True
+    return _same(items[: len(head)], head)
+
+
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: ``1`` and ``True`` differ, as do ``1`` and ``1.0`` once stored."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
