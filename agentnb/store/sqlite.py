@@ -820,7 +820,7 @@ class SqliteCheckpointer(Checkpointer):
     # -- history and retention (rules: agentnb.store.retention) ----------------------------
 
     def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
-        # Two index scans (migration 0007); no entry's state is read.
+        # One scan of the covering index entries_chain (0008); no entry's state is read.
         with self._lock:
             self._check_open()
             found = sqlite_checkpoints.infos(self._db, run_id)

@@ -4,8 +4,8 @@ through :mod:`agentnb.store.chains`.
 A checkpoint is a journal entry (``entries``) whose ``state`` is not NULL: ``kind`` says
 whether ``state`` holds the whole state (``snapshot``; NULL for an entry written by a
 decision's edit or before migration 0008) or a delta from the step before. Loading one
-step walks the covering index ``entries_chain`` back to the nearest snapshot (at most
-:data:`~agentnb.store.deltas.SnapshotPolicy.every` rows) and reads only those bodies.
+step walks the covering index ``entries_chain`` back to the nearest snapshot (a chain
+bounded by :class:`~agentnb.store.deltas.SnapshotPolicy`) and reads only those bodies.
 
 Functions on an open connection, called inside :class:`SqliteCheckpointer`'s locks.
 """
@@ -109,21 +109,13 @@ def checkpoints(db: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
 
 
 def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
-    """Every checkpoint's step, node and time, from two index scans (no body read)."""
+    """Every checkpoint's step, node and time, from one scan of the index (no body read)."""
     rows = db.execute(
-        "SELECT step, node, at, seq FROM entries INDEXED BY entries_by_step "
-        "WHERE run_id = ? ORDER BY step, seq",
+        "SELECT step, node, at FROM entries INDEXED BY entries_chain "
+        "WHERE run_id = ? AND state IS NOT NULL ORDER BY step, seq",
         (run_id,),
     ).fetchall()
-    without = {
-        seq
-        for (seq,) in db.execute(
-            "SELECT seq FROM entries INDEXED BY entries_without_state "
-            "WHERE run_id = ? AND state IS NULL",
-            (run_id,),
-        )
-    }
-    latest = {s: (node, at) for s, node, at, seq in rows if seq not in without}
+    latest = {s: (node, at) for s, node, at in rows}  # the last entry of a step saved twice
     return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]
 
 
