@@ -38,7 +38,7 @@ from agentnb.graph.builder import END
 from agentnb.graph.copies import StateCopy
 from agentnb.graph.questions import Asked
 from agentnb.graph.run import NodeContext
-from agentnb.graph.state import apply_delta, json_copy, merge_writes
+from agentnb.graph.state import append, apply_delta, json_copy, merge_writes
 from agentnb.graph.streams import Emitted, Live, Streams
 from agentnb.graph.subgraph import ChildPaused, ChildStepped, drive_child
 from agentnb.graph.superstep import Frontier, Task, advance, plan
@@ -258,6 +258,7 @@ class Driver:
                 approved = False
 
                 new_frontier: Frontier | None = None
+                appended: dict[str, list[Any]] | None = None  # tails the append reducer added
                 settles: int | None = None
                 if frontier is None:
                     start = self._event(_NODE_START, node, step, {})
@@ -290,6 +291,8 @@ class Driver:
                         return
                     self.ran[node] = delta
                     reduce = node not in wf.nested  # a subgraph merged its keys already
+                    if reduce:
+                        appended = _appended(delta, wf.reducers)
                     new_state = self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
                     if simple is None:
@@ -346,7 +349,9 @@ class Driver:
                 else:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
-                checkpoint, chain = self._checkpoint(step, nxt_head, state, new_state, tasks_json)
+                checkpoint, chain = self._checkpoint(
+                    step, nxt_head, state, new_state, tasks_json, appended
+                )
                 if ran_after is not None or pause:
                     new_json = dumps(new_state)
                     digest = pending_digest(self.run_id, nxt_head, step, new_json)
@@ -429,11 +434,12 @@ class Driver:
         state: dict[str, Any],
         new_state: dict[str, Any],
         tasks_json: str | None,
+        appended: Mapping[str, list[Any]] | None = None,
     ) -> tuple[CheckpointWrite, Chain]:
         """The step's checkpoint: the delta from ``state`` when the chain goes on (no
         encoding of the whole state), else a snapshot and the chain it starts."""
         if self.chain is not None:
-            delta_json, chain = self.chain.next(state, new_state)
+            delta_json, chain = self.chain.next(state, new_state, appended)
             if delta_json is not None:
                 return CheckpointWrite(step, node, "", tasks_json, delta_json), chain
         new_json = dumps(new_state)
@@ -844,3 +850,13 @@ class Driver:
 
 def _seq(event: Event) -> int:
     return event.seq
+
+
+def _appended(delta: Mapping[str, Any], reducers: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """What the ``append`` reducer adds to each of its keys in ``delta`` (a checked JSON
+    delta: a list is its items, anything else one item)."""
+    return {
+        key: value if isinstance(value, list) else [value]
+        for key, value in delta.items()
+        if reducers.get(key) is append
+    }

@@ -86,12 +86,16 @@ class Chain:
         return cls(0, 0, len(snapshot_json), policy)
 
     def next(
-        self, previous: Mapping[str, Any], state: Mapping[str, Any]
+        self,
+        previous: Mapping[str, Any],
+        state: Mapping[str, Any],
+        appended: Mapping[str, Sequence[Any]] | None = None,
     ) -> tuple[str | None, Chain]:
         """The delta (JSON) that turns ``previous`` into ``state``, and the chain after
         it; or ``None`` when this step is to be a snapshot — the writer stores the whole
-        state and continues with :meth:`after` of it."""
-        delta = diff(previous, state)
+        state and continues with :meth:`after` of it. ``appended``: see
+        :func:`~agentnb.store.deltas.diff`."""
+        delta = diff(previous, state, appended)
         if delta is not None:
             text = dumps(delta)
             policy = self.policy or DEFAULT_POLICY

@@ -29,18 +29,36 @@ from agentnb._json import dumps
 __all__ = ["Row", "SnapshotPolicy", "apply", "diff", "encode", "rebuild"]
 
 
-def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The delta that turns ``old`` into ``new``, or ``None`` if a key of ``old`` is gone."""
+def diff(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    appended: Mapping[str, Sequence[Any]] | None = None,
+) -> dict[str, Any] | None:
+    """The delta that turns ``old`` into ``new``, or ``None`` if a key of ``old`` is gone.
+
+    ``appended`` is what the writer knows it appended to a list key (``new[key]`` is
+    ``old[key] + appended[key]``, as the ``append`` reducer builds it): that key's tail is
+    taken as it is, without comparing the list's kept part (a long history, every step).
+    """
     if any(key not in new for key in old):
         return None
     # apply() keeps the old keys' order and adds new keys at the end; a state whose key
     # order differs is stored whole, so its JSON (and a digest of it) comes back the same.
     if list(new) != [*old, *(key for key in new if key not in old)]:
         return None
-    appended: dict[str, Any] = {}
+    added: dict[str, Any] = {}
     replaced: dict[str, Any] = {}
     for key, value in new.items():
         before = old.get(key, _MISSING)
+        tail = None if appended is None else appended.get(key)
+        if (
+            tail
+            and isinstance(before, list)
+            and isinstance(value, list)
+            and len(value) == len(before) + len(tail)
+        ):
+            added[key] = list(tail)
+            continue
         if before is not _MISSING and _same(before, value):
             continue
         if (
@@ -49,12 +67,12 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | Non
             and len(value) > len(before)
             and _prefix(before, value)
         ):
-            appended[key] = value[len(before) :]
+            added[key] = value[len(before) :]
         else:
             replaced[key] = value
     delta: dict[str, Any] = {}
-    if appended:
-        delta["append"] = appended
+    if added:
+        delta["append"] = added
     if replaced:
         delta["set"] = replaced
     return delta

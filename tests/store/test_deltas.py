@@ -106,3 +106,16 @@ def test_true_and_one_are_different_values() -> None:
 def test_a_chain_without_a_snapshot_is_refused() -> None:
     with pytest.raises(ValueError, match="no snapshot"):
         rebuild([Row("delta", {"set": {"a": 1}})], 0)
+
+
+def test_a_tail_the_writer_says_it_appended_is_taken_without_comparing_the_kept_part() -> None:
+    kept = [{"text": str(i)} for i in range(1000)]
+    old = {"messages": kept, "n": 1}
+    new = {"messages": [*kept, {"text": "new"}], "n": 2}
+    delta = diff(old, new, {"messages": [{"text": "new"}]})
+    assert delta == {"append": {"messages": [{"text": "new"}]}, "set": {"n": 2}}
+    assert dumps(apply(old, delta or {})) == dumps(new)
+    # A hint that does not fit the lengths is not trusted: the lists are compared.
+    assert diff(old, {"messages": [{"text": "x"}], "n": 1}, {"messages": ["y"]}) == {
+        "set": {"messages": [{"text": "x"}]}
+    }
