@@ -384,8 +384,9 @@ class Run(Drawable, HasTimeline, Viewable):
         self._chain = position.chain
 
     def _sync(self, record: RunRecord) -> None:
-        """Adopt ``record``; reload the state only if another worker moved the run."""
-        if record.step != self._record.step:
+        """Adopt ``record``; reload the state only if something was written to the run
+        since (another worker moved it, or a decision — perhaps with an edited state)."""
+        if record.step != self._record.step or record.seq != self._record.seq:
             self._load_state(record)
         else:
             self._record = record

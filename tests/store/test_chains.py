@@ -133,3 +133,26 @@ def test_a_growing_state_is_snapshotted_ever_less_often_so_the_file_stays_linear
     assert len(snapshots) <= 6  # a fixed period would have stored 11 growing states
     stored = sum(len(row.body) for row in store._checkpoints[run.run_id].values())
     assert stored < 4 * len(dumps(run.state))
+
+
+@pytest.mark.parametrize("peek", [True, False])
+def test_an_edit_made_through_another_connection_is_what_the_chain_continues_from(
+    tmp_path: Any, peek: bool
+) -> None:
+    path = tmp_path / "runs.sqlite3"
+    with SqliteCheckpointer(path) as mine, SqliteCheckpointer(path) as theirs:
+        run = chat(mine, 4, interrupt=True).start({"n": 0, "messages": []})
+        run.step()
+        assert run.status == "pending"
+        other = chat(theirs, 4, interrupt=True).attach(run.run_id)  # a CLI, a panel
+        other.approve(by="ana", update={"n": 10, "messages": [{"role": "x", "text": "y"}]})
+        if peek:
+            assert run.state["n"] == 10  # the stale handle sees the decision's state
+        run.run()
+        states = [cp.state for cp in mine.checkpoints(run.run_id)]
+        assert states[-1] == run.state
+        assert run.state["n"] == 11
+        assert run.state["messages"][-2:] == [
+            {"role": "x", "text": "y"},
+            {"role": "ai", "text": "m10"},
+        ]
