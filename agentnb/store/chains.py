@@ -132,7 +132,11 @@ def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, An
 def rebuild_all(
     oldest_first: Sequence[tuple[int, str | None, str]],
 ) -> list[dict[str, Any]]:
-    """Every row's state, from one run's ``(step, kind, body)`` rows (one per step)."""
+    """Every row's state, from one run's ``(step, kind, body)`` rows (one per step).
+
+    Each state is a copy of its own (as if each step were loaded alone): changing one
+    changes no other.
+    """
     states: list[dict[str, Any]] = []
     state: dict[str, Any] | None = None
     last = -1
@@ -145,9 +149,9 @@ def rebuild_all(
                 "damaged: restore it from a backup"
             )
         else:
-            state = _apply_owned(_copy(state), loads(body))
+            state = _apply_owned(state, loads(body))
         last = step
-        states.append(state)
+        states.append(loads(dumps(state)))
     return states
 
 
@@ -157,11 +161,6 @@ def _replay(snapshot: str, deltas: Iterable[str]) -> dict[str, Any]:
     for delta in loads("[" + ",".join(deltas) + "]"):
         state = _apply_owned(state, delta)
     return state
-
-
-def _copy(state: dict[str, Any]) -> dict[str, Any]:
-    """A copy whose lists may be extended without changing ``state`` (values shared)."""
-    return {k: list(v) if isinstance(v, list) else v for k, v in state.items()}
 
 
 def _apply_owned(state: dict[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:

@@ -156,3 +156,13 @@ def test_an_edit_made_through_another_connection_is_what_the_chain_continues_fro
             {"role": "x", "text": "y"},
             {"role": "ai", "text": "m10"},
         ]
+
+
+def test_the_states_of_every_checkpoint_are_copies_of_their_own(store: Checkpointer) -> None:
+    run = chat(store, 3).start({"n": 0, "messages": [], "plan": {"steps": ["a"]}}).run()
+    listed = store.checkpoints(run.run_id)
+    listed[1].state["plan"]["steps"].append("changed")
+    listed[1].state["messages"].append("changed")
+    assert listed[2].state["plan"] == {"steps": ["a"]}
+    assert [cp.state for cp in store.checkpoints(run.run_id)][2] == listed[2].state
+    assert "changed" not in listed[2].state["messages"]
