@@ -95,7 +95,8 @@ class SnapshotPolicy:
 
     A fixed period alone would store a growing state whole every ``every`` steps — a file
     quadratic in the run's length; weighing the deltas against the snapshot makes the
-    snapshots' sizes grow geometrically instead (2,000 appended messages: 5 snapshots).
+    snapshots' sizes grow geometrically instead (2,000 appended messages: 6 snapshots,
+    the first included, instead of 20).
     """
 
     every: int = 100
