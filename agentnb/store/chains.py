@@ -6,9 +6,13 @@ The format is described in :mod:`agentnb.store.history`; the codec is
 and returns rows ``(run_id, step, seq, node, at, kind, body)`` and calls
 
 * :func:`row` — the ``(kind, body)`` to store for a :class:`~agentnb.store.base.CheckpointWrite`;
-* :func:`rebuild` — the state of a step from its row and the rows before it, newest
-  first, read up to the nearest snapshot (a backend reads rows until :func:`is_snapshot`);
+* :func:`links` — which rows make up a step, from ``(step, key, kind)`` read newest
+  first without the bodies (an index scan), stopping at the nearest snapshot;
+* :func:`rebuild` — the state of a step from those rows' bodies, newest first;
 * :func:`rebuild_all` — every step's state from a run's rows, oldest first.
+
+A step may have several rows (a decision's edit saves it again): the latest one counts,
+and these functions skip the others, so a backend may hand them every row it has.
 
 The writer (the driver, which holds the run's live state while it holds the lease) decides
 snapshot or delta with :class:`Chain`: it keeps how many deltas, and how many bytes of
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
@@ -38,10 +42,13 @@ __all__ = [
     "SNAPSHOT",
     "Chain",
     "is_snapshot",
+    "links",
     "rebuild",
     "rebuild_all",
     "row",
 ]
+
+K = TypeVar("K")
 
 SNAPSHOT = "snapshot"
 """A row whose body is the whole state (JSON)."""
@@ -104,9 +111,31 @@ class Chain:
         return None, Chain(0, 0, 0, self.policy)
 
 
+def links(
+    newest_first: Iterable[tuple[int, K, str | None]], step: int | None = None
+) -> list[tuple[int, K]]:
+    """``(step, key)`` of the rows that make up ``step`` (default: the first one given),
+    from one run's ``(step, key, kind)`` rows ordered by step then write order, newest
+    first: the latest row of each step, down to (and including) a snapshot. Empty when
+    there is no row for ``step``. ``key`` is whatever finds the row's body again (SQLite:
+    the entry's ``seq``). Stops reading at the snapshot: pass a cursor.
+    """
+    found: list[tuple[int, K]] = []
+    for at, key, kind in newest_first:
+        if found and found[-1][0] == at:
+            continue  # an earlier row of a step saved again (a decision's edit)
+        if not found and step is not None and at != step:
+            return []
+        found.append((at, key))
+        if is_snapshot(kind):
+            break
+    return found
+
+
 def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, Any]:
     """The state of the first row of ``newest_first``: ``(step, kind, body)`` rows of one
-    run, one per step, from that step back to (and including) a snapshot.
+    run from that step back to (and including) a snapshot (an earlier row of a step
+    already seen is skipped).
 
     Raises:
         StoreError: the rows end before a snapshot, or a step is missing between them.
@@ -114,6 +143,8 @@ def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, An
     chain: list[str] = []
     expected: int | None = None
     for step, kind, body in newest_first:
+        if expected is not None and step == expected + 1:
+            continue  # an earlier row of the step just taken
         if expected is not None and step != expected:
             raise StoreError(
                 f"the checkpoint chain has no step {expected} (found {step}); "
@@ -132,15 +163,17 @@ def rebuild(newest_first: Iterable[tuple[int, str | None, str]]) -> dict[str, An
 def rebuild_all(
     oldest_first: Sequence[tuple[int, str | None, str]],
 ) -> list[dict[str, Any]]:
-    """Every row's state, from one run's ``(step, kind, body)`` rows (one per step).
+    """Every step's state, from one run's ``(step, kind, body)`` rows in write order (of a
+    step saved twice, the latest row counts), oldest step first.
 
     Each state is a copy of its own (as if each step were loaded alone): changing one
     changes no other.
     """
+    latest = {step: (kind, body) for step, kind, body in oldest_first}
     states: list[dict[str, Any]] = []
     state: dict[str, Any] | None = None
     last = -1
-    for step, kind, body in oldest_first:
+    for step, (kind, body) in sorted(latest.items()):
         if is_snapshot(kind):
             state = loads(body)
         elif state is None or step != last + 1:

@@ -36,19 +36,10 @@ def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[tuple[
     first, down to its snapshot; empty when there is no checkpoint at ``step``."""
     sql = _CHAIN.format(bound="" if step is None else " AND step <= ?")
     cursor = db.execute(sql, (run_id,) if step is None else (run_id, step))
-    found: list[tuple[int, int]] = []
     try:
-        for at, seq, kind in cursor:
-            if found and found[-1][0] == at:
-                continue  # an earlier entry of a step saved again (a decision's edit)
-            if not found and step is not None and at != step:
-                return []
-            found.append((at, seq))
-            if chains.is_snapshot(kind):
-                break
+        return chains.links(cursor, step)
     finally:
         cursor.close()
-    return found
 
 
 def _rows(
@@ -101,7 +92,7 @@ def checkpoints(db: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
     ).fetchall()
     latest = {s: (node, kind, body, at, t) for s, node, kind, body, at, t in rows}
     ordered = sorted(latest.items())
-    states = chains.rebuild_all([(s, kind, body) for s, (_, kind, body, _, _) in ordered])
+    states = chains.rebuild_all([(s, kind, body) for s, _, kind, body, _, _ in rows])
     return [
         Checkpoint(run_id, s, node, value, at, loads(t) if t else None)
         for (s, (node, _, _, at, t)), value in zip(ordered, states, strict=True)

@@ -166,3 +166,20 @@ def test_the_states_of_every_checkpoint_are_copies_of_their_own(store: Checkpoin
     assert listed[2].state["plan"] == {"steps": ["a"]}
     assert [cp.state for cp in store.checkpoints(run.run_id)][2] == listed[2].state
     assert "changed" not in listed[2].state["messages"]
+
+
+def test_of_a_step_saved_twice_the_latest_row_counts_in_every_rebuild() -> None:
+    # Newest first: step 2's edit (a snapshot), its first row, then steps 1 and 0.
+    rows = [
+        (2, 9, SNAPSHOT, '{"n":20}'),
+        (2, 7, DELTA, '{"set":{"n":2}}'),
+        (1, 5, DELTA, '{"set":{"n":1}}'),
+        (0, 1, SNAPSHOT, '{"n":0}'),
+    ]
+    assert chains.links([(s, k, kind) for s, k, kind, _ in rows]) == [(2, 9)]
+    assert chains.links([(s, k, kind) for s, k, kind, _ in rows[1:]], 2) == [(2, 7), (1, 5), (0, 1)]
+    assert chains.links([(s, k, kind) for s, k, kind, _ in rows], 3) == []
+    delta_first = [rows[1], (2, 6, SNAPSHOT, '{"n":99}'), rows[2], rows[3]]
+    assert chains.rebuild([(s, kind, body) for s, _, kind, body in delta_first]) == {"n": 2}
+    in_write_order = [(s, kind, body) for s, _, kind, body in reversed(rows)]
+    assert chains.rebuild_all(in_write_order) == [{"n": 0}, {"n": 1}, {"n": 20}]
