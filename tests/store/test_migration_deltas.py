@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from agentnb import END, SqliteCheckpointer, StateGraph
+from agentnb import SqliteCheckpointer
 from agentnb._json import dumps
 from agentnb.store.chains import DELTA, SNAPSHOT
 from agentnb.store.migrate import LATEST
@@ -50,50 +50,41 @@ def test_the_release_file_keeps_every_steps_state_through_the_conversion(tmp_pat
     assert db.execute("SELECT max(version) FROM schema_version").fetchone() == (LATEST,)
 
 
-def loop_workflow(store: SqliteCheckpointer, steps: int) -> StateGraph:
-    g = StateGraph("loop")
-    g.add_node("agent", lambda s: {"n": s["n"] + 1, "messages": [f"m{s['n']}"]})
-    g.set_entry_point("agent")
-    g.add_conditional_edge("agent", lambda s: "agent" if s["n"] < steps else END, ["agent", END])
-    return g
-
-
-def downgrade_to_full_states(path: Path, spaced: frozenset[str] = frozenset()) -> None:
-    """Rewrite a current file as 0007 wrote it: every checkpoint the whole state, no kinds.
-
-    The runs in ``spaced`` get JSON with spaces, text no rebuild gives back byte for byte.
-    """
-    with SqliteCheckpointer(path) as store:
-        full = {
-            (run.run_id, cp.step): cp.state
-            for run in store.list_runs()
-            for cp in store.checkpoints(run.run_id)
-        }
+def old_file(path: Path, runs: dict[str, list[str]]) -> None:
+    """A file as agentnb 0.1.0 wrote it (the release fixture) plus ``runs``: for each, its
+    checkpoints' state texts, step 0 first, stored whole as that release stored them."""
+    shutil.copy(RELEASE, path)
     db = sqlite3.connect(path)
-    for (run_id, step), state in full.items():
-        text = json.dumps(state) if run_id in spaced else dumps(state)
+    for run_id, texts in runs.items():
         db.execute(
-            "UPDATE entries SET state = ?, kind = NULL WHERE run_id = ? AND step = ? "
-            "AND state IS NOT NULL",
-            (text, run_id, step),
+            "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, "
+            "status_at, fence) VALUES (?, 'loop', 's', 'completed', 100, 1.0, 1.0, 0)",
+            (run_id,),
         )
-    db.execute("DROP INDEX entries_chain")
-    db.execute("ALTER TABLE entries DROP COLUMN kind")
-    db.execute("DELETE FROM schema_version WHERE version >= 8")
+        for step, text in enumerate(texts):
+            event = [step + 1, step, "state_update", "agent", {}, 1.0]
+            db.execute(
+                "INSERT INTO entries (run_id, seq, step, node, state, events, at) "
+                "VALUES (?, ?, ?, 'agent', ?, ?, 1.0)",
+                (run_id, step + 1, step, text, json.dumps([event])),
+            )
     db.commit()
     db.close()
 
 
+def loop_states(steps: int) -> list[dict[str, object]]:
+    return [{"n": i, "messages": [f"m{j}" for j in range(i)]} for i in range(steps + 1)]
+
+
 def test_a_run_whose_rebuild_would_differ_keeps_every_checkpoint_whole(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with SqliteCheckpointer(path) as store:
-        loop_workflow(store, 6).compile(store).start({"n": 0, "messages": []}, run_id="odd").run()
-        loop_workflow(store, 6).compile(store).start({"n": 0, "messages": []}, run_id="ok").run()
-    downgrade_to_full_states(path, spaced=frozenset({"odd"}))
+    states = loop_states(6)
+    # "odd": JSON with spaces, text no rebuild gives back byte for byte.
+    old_file(path, {"odd": [json.dumps(s) for s in states], "ok": [dumps(s) for s in states]})
     before = stored_states(path)
     with SqliteCheckpointer(path) as store:
         for step in range(7):
-            assert store.checkpoint("odd", step).state == json.loads(before[("odd", step)])
+            assert store.checkpoint("odd", step).state == states[step]
             assert dumps(store.checkpoint("ok", step).state) == before[("ok", step)]
     after = stored_states(path)
     assert {k: v for k, v in after.items() if k[0] == "odd"} == {
@@ -105,23 +96,28 @@ def test_a_run_whose_rebuild_would_differ_keeps_every_checkpoint_whole(tmp_path:
 
 def test_a_step_that_drops_a_key_stays_a_snapshot_in_the_converted_chain(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    g = StateGraph("drop")
-    g.add_node("a", lambda s: {"x": 1, "tmp": True})
-    g.add_node("b", lambda s: {"x": 2})
-    g.add_node("c", lambda s: {"x": 3})
-    g.set_entry_point("a")
-    g.add_edge("a", "b")
-    g.add_edge("b", "c")
-    g.add_edge("c", END)
+    # As a custom reducer could have: step 2 has no "tmp" any more.
+    texts = ['{"x":0}', '{"x":1,"tmp":true}', '{"x":2}', '{"x":3}']
+    old_file(path, {"r": texts})
     with SqliteCheckpointer(path) as store:
-        g.compile(store).start({"x": 0}, run_id="r").run()
-    downgrade_to_full_states(path)
-    db = sqlite3.connect(path)  # as a custom reducer could have: step 2 has no "tmp"
-    db.execute("UPDATE entries SET state = '{\"x\":2}' WHERE run_id = 'r' AND step = 2")
+        assert [dumps(cp.state) for cp in store.checkpoints("r")] == texts
+        assert dumps(store.checkpoint("r", 3).state) == texts[3]
+    assert kinds(path, "r") == [SNAPSHOT, DELTA, SNAPSHOT, DELTA]
+
+
+def test_a_step_saved_twice_converts_its_latest_row_and_keeps_the_earlier_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    old_file(path, {"e": ['{"n":0}', '{"n":1}', '{"n":2}']})
+    db = sqlite3.connect(path)  # an approval with edits saved step 2 again
+    db.execute(
+        "INSERT INTO entries (run_id, seq, step, node, state, events, at) "
+        "VALUES ('e', 9, 2, 'agent', '{\"n\":20}', '[]', 2.0)"
+    )
     db.commit()
     db.close()
-    before = stored_states(path)
     with SqliteCheckpointer(path) as store:
-        assert [dumps(cp.state) for cp in store.checkpoints("r")] == list(before.values())
-        assert dumps(store.checkpoint("r", 3).state) == before[("r", 3)]
-    assert kinds(path, "r") == [SNAPSHOT, DELTA, SNAPSHOT, DELTA]
+        assert [cp.state for cp in store.checkpoints("e")] == [{"n": 0}, {"n": 1}, {"n": 20}]
+        assert store.checkpoint("e", 2).state == {"n": 20}
+    assert kinds(path, "e") == [SNAPSHOT, DELTA, None, DELTA]
