@@ -576,9 +576,7 @@ class Driver:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    def _edited(
-        self, task: Task, step: int, state: dict[str, Any]
-    ) -> tuple[Task, dict[str, Any]]:
+    def _edited(self, task: Task, step: int, state: dict[str, Any]) -> tuple[Task, dict[str, Any]]:
         """A task and its input: the superstep's state, with its approval's edit merged
         in if it was approved with one (``run.approve(task=..., update=...)``); for a
         Send, over its payload. (The node still gets a copy: see ``_invoke``.)"""
