@@ -74,9 +74,9 @@ def test_eight_workers_on_2000_queued_runs_execute_each_run_exactly_once(
     tmp_path: Path,
 ) -> None:
     with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
-        wf = worker_flows.counted(store)
+        wf = worker_flows.patient(store)
         ids = {wf.submit({"i": i}).run_id for i in range(2000)}
-        procs = [worker(tmp_path, "counted", "--until-idle") for _ in range(8)]
+        procs = [worker(tmp_path, "patient", "--until-idle") for _ in range(8)]
         for proc in procs:
             finished(proc)
         assert statuses(store) == {Status.COMPLETED: 2000}

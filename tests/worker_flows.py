@@ -17,6 +17,10 @@ from agentnb import Checkpointer, NodeContext, State, Statechart, StateGraph, Wo
 
 LEASE_SECONDS = 1.5
 """Short, so a killed worker's runs are taken over quickly."""
+PATIENT_SECONDS = 60.0
+"""Long, for tests where no lease may expire: on two loaded cores a worker can stall past
+1.5 s, and a takeover then rightly runs the node again (paying once) — the SIGKILL test's
+subject, not that of the claim races."""
 
 
 def _executed(ctx: NodeContext) -> None:
@@ -44,11 +48,16 @@ def _done(state: dict[str, Any]) -> dict[str, Any]:
     return {"done": True}
 
 
-def counted(store: Checkpointer) -> Workflow:
+def counted(store: Checkpointer, lease_seconds: float = LEASE_SECONDS) -> Workflow:
     """pay -> done."""
     g = StateGraph("counted").add_node("pay", _pay).add_node("done", _done)
     g.set_entry_point("pay").add_edge("pay", "done")
-    return g.compile(store, lease_seconds=LEASE_SECONDS)
+    return g.compile(store, lease_seconds=lease_seconds)
+
+
+def patient(store: Checkpointer) -> Workflow:
+    """``counted`` with a lease no stall outlasts (PATIENT_SECONDS)."""
+    return counted(store, lease_seconds=PATIENT_SECONDS)
 
 
 def approval(store: Checkpointer) -> Workflow:
@@ -57,7 +66,7 @@ def approval(store: Checkpointer) -> Workflow:
     g.add_node("pay", _pay).add_node("done", _done)
     g.set_entry_point("plan").add_edge("plan", "pay").add_edge("pay", "done")
     g.add_interrupt_before("pay")
-    return g.compile(store, lease_seconds=LEASE_SECONDS)
+    return g.compile(store, lease_seconds=PATIENT_SECONDS)
 
 
 light = Statechart(
