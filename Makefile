@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit nbval soak notebooks bench system-deps test-system-deps clean
+.PHONY: demo test lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,20 @@ system-deps:
 	  fi; \
 	fi
 
-test-system-deps: system-deps
+# PostgreSQL's server binaries: the tests and bench/bench_postgres.py start a throwaway
+# cluster of their own (tests/pg_cluster.py); nothing is configured system-wide.
+postgres-server:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then \
+	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing PostgreSQL with apt-get (for the PostgreSQL tests)"; \
+	    apt-get update -qq && $(APT_GET) postgresql >/dev/null; \
+	  else \
+	    echo "NOTE: PostgreSQL is not installed; the PostgreSQL tests need it:"; \
+	    echo "      sudo apt-get install postgresql"; \
+	  fi; \
+	fi
+
+test-system-deps: system-deps postgres-server
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Chromium with apt-get (for the browser tests)"; \

@@ -39,6 +39,7 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── InstanceNotFound           no state-machine instance with that id in this store
     ├── StoreError                 the checkpoint database cannot be used
     │   ├── SchemaVersionError     the database was written by a newer agentnb
+    │   ├── StoreUnavailable       the database server cannot be reached or refused the login
     │   ├── InstanceConflict       another writer moved a machine instance on first
     │   └── InvalidRetention       ``prune``: a duration or status it cannot use
     ├── RenderError                Graphviz failed, timed out, or drew something unsafe
@@ -90,6 +91,7 @@ __all__ = [
     "StaleApproval",
     "StepBudgetExhausted",
     "StoreError",
+    "StoreUnavailable",
     "TaskNotNamed",
     "TransitionNotAllowed",
     "UnknownExercise",
@@ -624,6 +626,22 @@ class SchemaVersionError(StoreError):
             f"{path} has schema version {found}, but this agentnb understands up to "
             f"{supported}. Upgrade agentnb (pip install -U agentnb) to open it."
         )
+
+
+class StoreUnavailable(StoreError):
+    """The database server cannot be reached, or refused the connection (PostgreSQL).
+
+    Attributes:
+        where: the DSN, without its password.
+        reason: what the server or the client library said.
+        fix: what to change.
+    """
+
+    def __init__(self, where: str, reason: str, fix: str) -> None:
+        self.where = where
+        self.reason = reason
+        self.fix = fix
+        super().__init__(f"cannot connect to {where}: {reason}. Fix: {fix}")
 
 
 class InstanceConflict(StoreError):

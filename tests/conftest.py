@@ -3,30 +3,85 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import itertools
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from agentnb import Checkpointer, MemoryCheckpointer, Run, SqliteCheckpointer, StepResult
+from agentnb import (
+    Checkpointer,
+    MemoryCheckpointer,
+    PostgresCheckpointer,
+    Run,
+    SqliteCheckpointer,
+    StepResult,
+)
+from tests.pg_cluster import Cluster, ServerMissing
 
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
-def make_store(kind: str, tmp_path: Path) -> Checkpointer:
+def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Checkpointer:
     if kind == "memory":
         return MemoryCheckpointer()
     if kind == "sqlite":
         return SqliteCheckpointer(tmp_path / "runs.sqlite3")
+    if kind == "postgres":
+        return PostgresCheckpointer(request.getfixturevalue("pg_dsn"))
     raise AssertionError(kind)
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
     """Each checkpointer backend in turn: the contract suite runs against all of them."""
-    with make_store(request.param, tmp_path) as s:
+    with make_store(request.param, tmp_path, request) as s:
         yield s
+
+
+def server_missing(reason: str, environ: Mapping[str, str] = os.environ) -> NoReturn:
+    """No PostgreSQL for the tests: in CI (``CI=true``) that fails the run, never skips."""
+    if environ.get("CI", "").lower() == "true":
+        pytest.fail(f"PostgreSQL tests cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL tests skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL server for the whole session (tests/pg_cluster.py), removed
+    at the end. ``fsync=off``: the tests cut connections and kill clients, never the
+    machine, and the cluster is deleted afterwards."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        server_missing('psycopg is not installed (pip install -e ".[dev]")')
+    try:
+        cluster = Cluster.create(settings={"fsync": "off", "full_page_writes": "off"})
+    except ServerMissing as exc:
+        server_missing(str(exc))
+    except subprocess.CalledProcessError as exc:
+        server_missing(f"the server did not start: {exc.stderr or exc.stdout}")
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+_SCHEMAS = itertools.count(1)
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Cluster) -> str:
+    """A DSN of an empty schema of its own (the first on its ``search_path``)."""
+    import psycopg
+
+    schema = f"t{os.getpid()}_{next(_SCHEMAS)}"
+    with psycopg.connect(pg_cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return pg_cluster.dsn(options=f"-csearch_path%3D{schema}")
 
 
 class Driver:

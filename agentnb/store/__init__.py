@@ -4,6 +4,7 @@ policies stored with each run."""
 from agentnb.store.base import Checkpointer
 from agentnb.store.memory import MemoryCheckpointer
 from agentnb.store.policy import ApproverPolicy, PendingRun, RunPolicy
+from agentnb.store.postgres import PostgresCheckpointer
 from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
@@ -16,6 +17,7 @@ __all__ = [
     "EventType",
     "MemoryCheckpointer",
     "PendingRun",
+    "PostgresCheckpointer",
     "RunPolicy",
     "RunRecord",
     "SqliteCheckpointer",

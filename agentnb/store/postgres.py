@@ -1,0 +1,346 @@
+"""``PostgresCheckpointer``: the same contract on a PostgreSQL server, for many machines.
+
+Install the extra: ``pip install "agentnb[postgres]"`` (psycopg 3). It keeps the same
+tables as the SQLite store (``migrations/postgres_NNNN_*.sql``, numbered, a newer schema
+refused) and runs the same row functions (through :mod:`agentnb.store.postgres_session`,
+which rewrites the few SQL spellings that differ), so both backends decide, fence and
+audit with one piece of code. What differs, and why:
+
+* **Locks instead of a file lock.** SQLite's ``BEGIN IMMEDIATE`` makes every write wait
+  for the one before. Here a write transaction takes a transaction-scoped advisory lock
+  on its run (``pg_advisory_xact_lock``), shared with a database-wide key that only
+  retention and machine writes take exclusively: steps and decisions of *different* runs
+  commit in parallel, while everything read and changed in one run's transaction — the
+  pending row, its policy, its fence — stays as it was checked until the commit. A
+  decision is still one conditional ``UPDATE`` of the pending row in that transaction.
+* **Durability.** ``synchronous_commit`` is the server's (``on`` unless configured);
+  ``synchronous_commit="off"`` makes steps cheaper (a server crash may lose the last few,
+  never corrupt) while decisions, refusals and the effects ledger are always committed
+  with ``synchronous_commit = on`` — as SQLite commits them at ``FULL``.
+* **The server may go away.** A restart or a terminated backend cuts the connection: the
+  store reconnects with backoff (``reconnect_seconds``) and runs the cut-off call again —
+  unless its COMMIT had reached the server, which it asks (``pg_xact_status``) so that a
+  step or a decision is never applied twice. A refused login, an unknown database or a
+  server down at the start are a :class:`~agentnb.errors.StoreUnavailable` after
+  ``connect_timeout`` at most.
+* **Retention** deletes rows as SQLite's does; the server's autovacuum makes the space
+  reusable, so ``freed_bytes`` is 0 (shrinking files is ``VACUUM FULL``, an operator's job).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from agentnb.errors import RunActive, RunNotFound, StoreError
+from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.store import sqlite_retention
+from agentnb.store.postgres_schema import migrate
+from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
+from agentnb.store.retention import Pruned, cutoff, prunable_statuses, selected
+from agentnb.store.sqlite import SqliteCheckpointer
+from agentnb.store.sqlite_rows import RUN_SELECT
+
+if TYPE_CHECKING:
+    import datetime
+    import sqlite3
+
+    from agentnb.store.base import CheckpointWrite
+    from agentnb.store.machines import SqliteMachineStore
+    from agentnb.store.policy import ApproverPolicy
+    from agentnb.store.records import Event, RunRecord, Status
+
+__all__ = ["PostgresCheckpointer", "reconnecting"]
+
+SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
+_DATABASE = 0
+"""Advisory lock space 0, key 0: the database-wide key (exclusive: retention, machines)."""
+_RUNS = 1
+"""Advisory lock space 1: one key per run id (``hashtext``; a collision only serialises)."""
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def reconnecting(method: _F) -> _F:
+    """Run ``method`` again on a new connection when the old one was lost before commit."""
+
+    @functools.wraps(method)
+    def again(self: PostgresCheckpointer, *args: Any, **kwargs: Any) -> Any:
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except Disconnected:
+                self._reconnect()
+
+    return cast(_F, again)
+
+
+def _for_run(method: _F) -> _F:
+    """Lock the run named by the first argument in every write transaction of ``method``."""
+
+    @functools.wraps(method)
+    def locked(self: PostgresCheckpointer, run_id: str, *args: Any, **kwargs: Any) -> Any:
+        previous = getattr(self._local, "key", None)
+        self._local.key = run_id
+        try:
+            return method(self, run_id, *args, **kwargs)
+        finally:
+            self._local.key = previous
+
+    return cast(_F, reconnecting(locked))
+
+
+class PostgresCheckpointer(SqliteCheckpointer):
+    """Checkpoints in a PostgreSQL database shared by processes on many machines.
+
+    Args:
+        dsn: ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (or a libpq key=value string).
+        synchronous_commit: the server setting for steps (``None``: the server's own).
+            Decisions and effects are always committed with ``on``.
+        connect_timeout: seconds a connection attempt may take before
+            :class:`~agentnb.errors.StoreUnavailable`.
+        reconnect_seconds: how long a lost connection is retried (with backoff).
+        identity: who this process is, as for :class:`SqliteCheckpointer`.
+
+    Example:
+        >>> store = PostgresCheckpointer(  # doctest: +SKIP
+        ...     "postgresql://app:secret@db.internal:5432/agentnb"
+        ... )
+    """
+
+    def __init__(  # the SQLite constructor opens a file: nothing of it applies here
+        self,
+        dsn: str,
+        *,
+        synchronous_commit: str | None = None,
+        connect_timeout: float = 10.0,
+        reconnect_seconds: float = 30.0,
+        identity: IdentityProvider | None = None,
+    ) -> None:
+        if synchronous_commit is not None and synchronous_commit not in SYNCHRONOUS_COMMIT:
+            raise StoreError(
+                f"synchronous_commit={synchronous_commit!r} is not a PostgreSQL level; use "
+                f"one of {', '.join(SYNCHRONOUS_COMMIT)}"
+            )
+        provider = check_provider(identity, "PostgresCheckpointer")
+        if provider is not None:
+            self.identity = provider
+        self.synchronous = synchronous_commit or "server"
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._machines = None
+        self._closed = True
+        self._session = Session(
+            dsn, reconnect_seconds=reconnect_seconds, connect_timeout=connect_timeout
+        )
+        self.dsn = self._session.where
+        self.path = self.dsn  # what the shared messages name
+        try:
+            if synchronous_commit is not None:
+                self._session.raw(
+                    "SELECT set_config('synchronous_commit', %s, false)", (synchronous_commit,)
+                )
+            migrate(self._session)
+        except BaseException:
+            self._session.close()
+            raise
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<PostgresCheckpointer {self.dsn!r}>"
+
+    @property
+    def _db(self) -> sqlite3.Connection:  # type: ignore[override]
+        # The shared row functions are typed on SQLite's connection; a Session offers the
+        # part of it they use (execute / executemany with ``?`` parameters, rowcount,
+        # fetchone / fetchall, iteration), in PostgreSQL's spelling.
+        return cast("sqlite3.Connection", self._session)
+
+    @property
+    def machines(self) -> SqliteMachineStore:
+        """State-machine instances in this database (``machine.start(store=this)``)."""
+        from agentnb.store.postgres_machines import PostgresMachineStore
+
+        if self._machines is None:
+            self._machines = PostgresMachineStore(self)
+        return self._machines
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction holding its run's advisory lock (or the database-wide one).
+
+        ``durable`` commits it with ``synchronous_commit = on`` whatever the store's level.
+        """
+        with self._lock:
+            self._check_open()
+            session = self._session
+            key = getattr(self._local, "key", None)
+            session.in_transaction = True
+            try:
+                session.raw("BEGIN")
+                if key is None:
+                    session.raw("SELECT pg_advisory_xact_lock(%s, 0)", (_DATABASE,))
+                else:
+                    session.raw(
+                        "SELECT pg_advisory_xact_lock_shared(%s, 0), "
+                        "pg_advisory_xact_lock(%s, hashtext(%s))",
+                        (_DATABASE, _RUNS, key),
+                    )
+                if durable:
+                    session.raw("SET LOCAL synchronous_commit = on")
+                (xid,) = session.raw("SELECT pg_current_xact_id()::text").fetchone()
+                try:
+                    yield self._db
+                except BaseException:
+                    if not session.conn.broken:
+                        session.raw("ROLLBACK")
+                    raise
+                self._commit(str(xid))
+            finally:
+                session.in_transaction = False
+
+    def _commit(self, xid: str) -> None:
+        session = self._session
+        try:
+            session.raw("COMMIT")
+        except Disconnected:
+            # In doubt: the COMMIT may have reached the server before the connection broke.
+            session.in_transaction = False
+            if not session.committed(xid):
+                raise
+
+    def _reconnect(self) -> None:
+        with self._lock:
+            self._check_open()
+            self._session.reconnect()
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            rows: list[Any] = self._session.execute(sql, params).fetchall()
+            return rows
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._session.close()
+
+    # -- runs ----------------------------------------------------------------------------
+
+    @_for_run
+    def _create(
+        self,
+        run_id: str,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        started_by: Identity | None,
+        policies: Mapping[str, ApproverPolicy] | None,
+    ) -> None:
+        pg = load_psycopg()
+        try:
+            super().create_run(run, checkpoint, events, started_by=started_by, policies=policies)
+        except pg.errors.UniqueViolation:
+            raise StoreError(f"a run with id {run_id!r} already exists; pick a new id") from None
+
+    def create_run(
+        self,
+        run: RunRecord,
+        checkpoint: CheckpointWrite,
+        events: Sequence[Event],
+        *,
+        started_by: Identity | None = None,
+        policies: Mapping[str, ApproverPolicy] | None = None,
+    ) -> None:
+        self._create(run.run_id, run, checkpoint, events, started_by, policies)
+
+    # Every other call: the parent's code, under its run's lock, again after a lost link.
+    run_policy = _for_run(SqliteCheckpointer.run_policy)
+    get_run = _for_run(SqliteCheckpointer.get_run)
+    list_runs = reconnecting(SqliteCheckpointer.list_runs)
+    acquire = _for_run(SqliteCheckpointer.acquire)
+    commit = _for_run(SqliteCheckpointer.commit)
+    release = _for_run(SqliteCheckpointer.release)
+    save_write = _for_run(SqliteCheckpointer.save_write)
+    pending_writes = _for_run(SqliteCheckpointer.pending_writes)
+    pending_tasks = _for_run(SqliteCheckpointer.pending_tasks)
+    decide = _for_run(SqliteCheckpointer.decide)
+    checkpoint = _for_run(SqliteCheckpointer.checkpoint)
+    checkpoints = _for_run(SqliteCheckpointer.checkpoints)
+    events = _for_run(SqliteCheckpointer.events)
+    decisions = reconnecting(SqliteCheckpointer.decisions)
+    recorded_effect = reconnecting(SqliteCheckpointer.recorded_effect)
+    effects = _for_run(SqliteCheckpointer.effects)
+    list_checkpoints = _for_run(SqliteCheckpointer.list_checkpoints)
+
+    @reconnecting
+    def record_effect(
+        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
+    ) -> str:
+        previous = getattr(self._local, "key", None)
+        self._local.key = run_id
+        try:
+            return super().record_effect(
+                key, run_id=run_id, step=step, node=node, name=name, result_json=result_json
+            )
+        finally:
+            self._local.key = previous
+
+    # -- retention -------------------------------------------------------------------------
+
+    @_for_run
+    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+        with self._write() as db:
+            audit = sqlite_retention.delete(
+                db, run_id, include_audit=include_audit, now=time.time()
+            )
+        return Pruned((run_id,), audit)
+
+    @reconnecting
+    def prune(
+        self,
+        *,
+        before: float | datetime.datetime,
+        status: Status | str | None = None,
+        include_audit: bool = False,
+    ) -> Pruned:
+        until = cutoff(before)
+        statuses = prunable_statuses(status)
+        marks = ", ".join("?" for _ in statuses)
+        rows = self._read(
+            f"{RUN_SELECT} WHERE r.status IN ({marks}) AND r.status_at < ? ORDER BY r.created_at",
+            (*(str(s) for s in statuses), until),
+        )
+        deleted: list[str] = []
+        audit = 0
+        for row in rows:
+            # Each run in its own transaction under its lock, chosen again there: a run
+            # continued or decided since the read above is left alone.
+            self._local.key = row[0]
+            try:
+                with self._write() as db:
+                    try:
+                        found = self._get(db, row[0])
+                    except RunNotFound:
+                        continue
+                    if not selected(found, statuses, until):
+                        continue
+                    try:
+                        audit += sqlite_retention.delete(
+                            db, row[0], include_audit=include_audit, now=time.time()
+                        )
+                    except (RunNotFound, RunActive):
+                        continue
+            finally:
+                self._local.key = None
+            deleted.append(row[0])
+        if include_audit:
+            with self._write() as db:
+                audit += sqlite_retention.delete_orphan_audit(db, until)
+        return Pruned(tuple(deleted), audit)

@@ -1,0 +1,230 @@
+"""The PostgreSQL checkpointer's connection: connect, speak the shared SQL, survive a restart.
+
+The checkpointer's row functions (``sqlite_decisions``, ``sqlite_tasks``, the machine store)
+are written once, in the SQL both engines speak, with SQLite's ``?`` placeholders. A
+:class:`Session` runs them on PostgreSQL; :func:`dialect` rewrites the few spellings that
+differ, each named in :data:`REWRITES` (a test pins every one of them).
+
+A session is one connection (a step is one short transaction; the checkpointer's lock
+serialises its use, as SQLite's connection is). When the server goes away — restarted, or
+the backend terminated — the next statement reconnects with exponential backoff up to
+``reconnect_seconds``. A transaction cut off before its COMMIT was answered is *in doubt*:
+:meth:`Session.committed` asks the server whether its transaction id committed
+(``pg_xact_status``), so the caller knows whether to run it again — never twice.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from agentnb.errors import MissingDependency, StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["REWRITES", "Disconnected", "Session", "dialect", "masked"]
+
+CONNECT_TIMEOUT = 10
+"""Seconds a connection attempt waits for the server before it is a typed error."""
+
+
+class Disconnected(Exception):
+    """The connection was lost inside a transaction that did not commit: run it again."""
+
+
+def _no_params_types(sql: str) -> str:
+    # ``? IS NULL`` alone gives PostgreSQL no type for the parameter: say it is text.
+    return re.sub(r"\(\? IS NULL OR", "(?::text IS NULL OR", sql)
+
+
+def _insert_or_ignore(sql: str) -> str:
+    if not sql.lstrip().upper().startswith("INSERT OR IGNORE INTO"):
+        return sql
+    sql = re.sub(r"(?i)INSERT OR IGNORE INTO", "INSERT INTO", sql, count=1)
+    head, sep, tail = sql.partition(" RETURNING ")
+    return f"{head} ON CONFLICT DO NOTHING{sep}{tail}"
+
+
+REWRITES: tuple[tuple[str, Callable[[str], str]], ...] = (
+    # Order matters: ``%`` is escaped before ``?`` becomes psycopg's ``%s``.
+    ("a literal % is escaped", lambda s: s.replace("%", "%%")),
+    ("? IS NULL gets a type", _no_params_types),
+    ("? becomes %s", lambda s: s.replace("?", "%s")),
+    ("INSERT OR IGNORE becomes ON CONFLICT DO NOTHING", _insert_or_ignore),
+    ("INDEXED BY hints are SQLite's", lambda s: re.sub(r"\s+INDEXED BY \w+", "", s)),
+    (
+        "max(a, b) of two values is greatest(a, b)",
+        lambda s: s.replace("max(r.status_at, e.at)", "greatest(r.status_at, e.at)"),
+    ),
+    (
+        "an audit row's id is the identity column's default",
+        lambda s: (
+            s.replace("VALUES (NULL, ", "VALUES (DEFAULT, ")
+            if s.startswith("INSERT INTO decisions")
+            else s
+        ),
+    ),
+    (
+        "the tables are listed from pg_tables",
+        lambda s: s.replace(
+            "SELECT name FROM sqlite_master WHERE type = 'table'",
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+        ),
+    ),
+)
+
+_CACHE: dict[str, str] = {}
+
+
+def dialect(sql: str) -> str:
+    """The shared SQL ``sql`` as PostgreSQL spells it (cached: the statements are few)."""
+    found = _CACHE.get(sql)
+    if found is None:
+        found = sql
+        for _, rewrite in REWRITES:
+            found = rewrite(found)
+        _CACHE[sql] = found
+    return found
+
+
+def masked(dsn: str) -> str:
+    """``dsn`` without its password, for messages and ``repr``."""
+    if "://" not in dsn:
+        return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def load_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise MissingDependency("psycopg", "postgres", "PostgresCheckpointer") from None
+    return psycopg
+
+
+def _why(exc: Exception) -> tuple[str, str]:
+    """The fact and the fix for a failed connection attempt."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    low = text.lower()
+    if "password" in low or "authentication" in low:
+        return text, "check the user name and password in the DSN"
+    if "does not exist" in low:
+        return text, "create the database (createdb NAME) or name an existing one in the DSN"
+    if "invalid" in low or "missing" in low:
+        return text, "write the DSN as postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+    return text, "check that the server is running and reachable at the DSN's host and port"
+
+
+class Session:
+    """One connection to PostgreSQL in autocommit mode; transactions are explicit."""
+
+    def __init__(self, dsn: str, *, reconnect_seconds: float, connect_timeout: float) -> None:
+        self.dsn = dsn
+        self.where = masked(dsn)
+        self.reconnect_seconds = reconnect_seconds
+        self.connect_timeout = connect_timeout
+        self._pg = load_psycopg()
+        self._conn: psycopg.Connection[Any] | None = None
+        self.in_transaction = False
+        self.reconnects = 0
+        self._conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        pg = self._pg
+        try:
+            conn: psycopg.Connection[Any] = pg.connect(
+                self.dsn,
+                autocommit=True,
+                connect_timeout=max(1, round(self.connect_timeout)),
+                application_name="agentnb",
+            )
+        except pg.ProgrammingError as exc:  # a malformed DSN
+            fact, fix = _why(exc)
+            raise StoreUnavailable(self.where, fact, fix) from None
+        except pg.OperationalError as exc:
+            fact, fix = _why(exc)
+            raise StoreUnavailable(self.where, fact, fix) from None
+        return conn
+
+    def reconnect(self) -> None:
+        """A new connection, retried with exponential backoff up to ``reconnect_seconds``.
+
+        A refused login is not retried: waiting does not fix a password.
+        """
+        self.close()
+        deadline = time.monotonic() + self.reconnect_seconds
+        pause = 0.05
+        while True:
+            try:
+                self._conn = self._connect()
+            except StoreUnavailable as exc:
+                if "password" in exc.reason or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)  # backoff between attempts, not a wait for a condition
+                pause = min(pause * 2, 1.0)
+                continue
+            self.reconnects += 1
+            return
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        if self._conn is None:
+            raise StoreError(f"the connection to {self.where} is closed; open a new store")
+        return self._conn
+
+    def lost(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means the connection is gone (not an error of the statement)."""
+        pg = self._pg
+        if isinstance(exc, pg.errors.AdminShutdown | pg.errors.CannotConnectNow):
+            return True
+        if isinstance(exc, pg.OperationalError):
+            return self._conn is None or self._conn.closed or self._conn.broken
+        return False
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one shared-SQL statement; outside a transaction a lost connection is
+        reconnected and the statement (a read, or one atomic write) run again."""
+        query = dialect(sql)
+        try:
+            return self.conn.execute(query, tuple(params))
+        except Exception as exc:
+            if not self.lost(exc):
+                raise
+            if self.in_transaction:
+                raise Disconnected(str(exc)) from exc
+        self.reconnect()
+        return self.conn.execute(query, tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(dialect(sql), [tuple(r) for r in rows])
+
+    def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run PostgreSQL SQL as it is (no rewriting)."""
+        try:
+            return self.conn.execute(sql, tuple(params))
+        except Exception as exc:
+            if self.lost(exc):
+                raise Disconnected(str(exc)) from exc
+            raise
+
+    def committed(self, xid: str) -> bool:
+        """After a lost COMMIT: did transaction ``xid`` commit? (reconnects to ask)."""
+        self.reconnect()
+        row = self.conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+        return row is not None and row[0] == "committed"
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
