@@ -21,19 +21,28 @@ from typing import Any, TextIO
 from agentnb import __version__
 from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
 from agentnb.graph.questions import open_questions
+from agentnb.store.base import Checkpointer
 from agentnb.store.records import Decision, Event, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
 __all__ = ["main"]
 
 OK, REFUSED, USAGE = 0, 1, 2
+_DB_HELP = "the SQLite checkpoint file, or a postgresql://USER:PASSWORD@HOST/DB URL"
 
 
 class _UsageError(Exception):
     pass
 
 
-def _open_existing(path: str) -> SqliteCheckpointer:
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _open_existing(path: str) -> Checkpointer:
+    if path.startswith(POSTGRES_SCHEMES):
+        from agentnb.store.postgres import PostgresCheckpointer
+
+        return PostgresCheckpointer(path)
     if not Path(path).is_file():
         raise _UsageError(
             f"no database at {path!r} (check --db; runs are saved where the "
@@ -448,12 +457,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--db", help="keep the database here (default: a temporary file)")
 
     runs = sub.add_parser("runs", help="list runs")
-    runs.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    runs.add_argument("--db", required=True, help=_DB_HELP)
     runs.add_argument("--status", help="only runs with this status")
 
     show = sub.add_parser("show", help="a run's status, events, state and decisions")
     show.add_argument("run", help="the run id")
-    show.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    show.add_argument("--db", required=True, help=_DB_HELP)
     show.add_argument("--json", action="store_true", help="print JSON")
 
     validate = sub.add_parser("validate", help="check a workflow or state-machine JSON/YAML file")
@@ -471,7 +480,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, verb in (("approve", "approve"), ("reject", "reject")):
         cmd = sub.add_parser(name, help=f"{verb} a pending run (decided once, audited)")
         cmd.add_argument("run", help="the run id")
-        cmd.add_argument("--db", required=True, help="the SQLite checkpoint file")
+        cmd.add_argument("--db", required=True, help=_DB_HELP)
         cmd.add_argument(
             "--as",
             dest="approver",
@@ -526,7 +535,7 @@ def _parser() -> argparse.ArgumentParser:
         "runs are never deleted; state-machine instances are left alone. The decision "
         "audit stays unless --include-audit. The space is returned to the file system.",
     )
-    prune.add_argument("--db", required=True, help="the SQLite checkpoint file")
+    prune.add_argument("--db", required=True, help=_DB_HELP)
     prune.add_argument(
         "--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 1w (s m h d w)"
     )

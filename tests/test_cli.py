@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from agentnb import SqliteCheckpointer, Status
+from agentnb import Checkpointer, PostgresCheckpointer, SqliteCheckpointer, Status
 from agentnb.cli import main
 from agentnb.examples import build_refund_workflow
 
@@ -21,17 +22,26 @@ def cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> tuple[str, str, str]:
-    """A database with one pending run and one completed run."""
-    path = tmp_path / "runs.sqlite3"
-    with SqliteCheckpointer(path) as store:
+def opened(db: str) -> Checkpointer:
+    if db.startswith("postgresql://"):
+        return PostgresCheckpointer(db)
+    return SqliteCheckpointer(db)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, str]:
+    """A database with one pending run and one completed run: a SQLite file, or a
+    PostgreSQL URL (``--db postgresql://...``)."""
+    path = str(tmp_path / "runs.sqlite3")
+    if request.param == "postgres":
+        path = request.getfixturevalue("pg_dsn")
+    with opened(path) as store:
         wf = build_refund_workflow(store)
         pending = wf.start({"requested": 1000})
         pending.run()
         done = wf.start({"requested": 5})
         done.run()
-    return str(path), pending.run_id, done.run_id
+    return path, pending.run_id, done.run_id
 
 
 def test_demo_walks_through_pause_restart_approval_duplicate_and_rejection(
@@ -83,7 +93,7 @@ def test_approve_records_a_decision_that_a_worker_then_continues(
     assert code == 1
     assert "refused" in capsys.readouterr().err
     refunds: list[int] = []
-    with SqliteCheckpointer(path) as store:
+    with opened(path) as store:
         run = build_refund_workflow(store, refunds).attach(pending)
         assert run.status == Status.APPROVED
         run.run()
@@ -174,8 +184,23 @@ def test_python_dash_m_agentnb_behaves_as_the_agentnb_command(
     decided = agentnb_command("module", "approve", pending, "--db", path, "--as", "ada")
     assert decided.returncode == 0, decided.stderr
     assert f"approved run {pending}" in decided.stdout
-    with SqliteCheckpointer(path) as store:
+    with opened(path) as store:
         assert store.get_run(pending).status == Status.APPROVED
+
+
+def test_an_unreachable_postgresql_url_is_a_store_error_with_the_fix_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once the socket is closed
+    code, _ = cli("runs", "--db", f"postgresql://u:secret@127.0.0.1:{port}/db")
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "cannot connect to postgresql://u:***@127.0.0.1" in err
+    assert "check that the server is running" in err
+    assert "secret" not in err
+    assert "Traceback" not in err
 
 
 def test_validate_lists_every_problem_and_exits_1(tmp_path: Path) -> None:
