@@ -1,0 +1,178 @@
+"""Real processes on one PostgreSQL server: killed workers, a restarted server, a terminated
+connection, and 64 processes deciding the same runs (workers: tests/store/pg_worker.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from agentnb import PostgresCheckpointer, Status
+from agentnb.examples import build_refund_workflow
+from tests.conftest import server_missing
+from tests.pg_cluster import Cluster, ServerMissing
+
+WORKER = Path(__file__).with_name("pg_worker.py")
+ROOT = Path(__file__).parents[2]
+STEPS = 6
+NAMES = [f"n{i}" for i in range(STEPS)]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Cluster]:
+    """A cluster of this module's own: these tests restart it and cut its connections."""
+    try:
+        cluster = Cluster.create(settings={"fsync": "off"})
+    except (ServerMissing, subprocess.CalledProcessError) as exc:
+        server_missing(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+_SCHEMAS = itertools.count(1)
+
+
+@pytest.fixture
+def dsn(server: Cluster) -> str:
+    schema = f"p{os.getpid()}_{next(_SCHEMAS)}"
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return server.dsn(options=f"-csearch_path%3D{schema}")
+
+
+def spawn(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "AGENTNB_STEPS": str(STEPS),
+        "AGENTNB_TRACE": str(tmp / "trace"),
+        "AGENTNB_EFFECTS": str(tmp / "effects"),
+        "AGENTNB_GO": str(tmp / "go"),
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_line(proc: subprocess.Popen[str], expected: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()  # blocks until the worker says it (or exits)
+    if line != expected:
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"worker said {line!r}, not {expected!r}: {err}")
+
+
+def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().split()
+
+
+def assert_ran_exactly_once(tmp: Path, dsn: str, result: dict[str, Any]) -> None:
+    assert result["status"] == "completed"
+    assert result["state"]["done"] == NAMES  # every node's result, once, in order
+    assert Counter(lines(tmp / "effects")) == Counter(NAMES)  # no effect repeated
+    with PostgresCheckpointer(dsn) as store:
+        steps = [c.step for c in store.checkpoints("chain-run")]
+        assert steps == list(range(STEPS + 1))
+        events = store.events("chain-run")
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert len(store.effects("chain-run")) == STEPS
+
+
+def backend_pids(server: Cluster) -> list[int]:
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'agentnb' "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def test_a_killed_worker_is_taken_over_after_its_lease_expires_with_no_effect_repeated(
+    tmp_path: Path, dsn: str
+) -> None:
+    first = spawn(tmp_path, "run", dsn, "chain-run", AGENTNB_HOLD_AT="n3", AGENTNB_LEASE="2")
+    wait_for_line(first, "held")  # n3's effect is recorded; the node has not finished
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+
+    # The second worker claims another host, so it cannot see that the first one is dead:
+    # it must wait for the lease to expire, then fence the first one out.
+    (tmp_path / "go").touch()
+    result = finish(spawn(tmp_path, "run", dsn, "chain-run", AGENTNB_HOST="another-machine"))
+    assert result["busy"] >= 1
+    assert_ran_exactly_once(tmp_path, dsn, result)
+    assert lines(tmp_path / "trace") == [*NAMES[:4], *NAMES[3:]]  # only n3 ran again
+
+
+@pytest.mark.parametrize("cut", ["restart", "terminate"])
+def test_a_restarted_server_or_a_terminated_connection_loses_no_step_and_repeats_none(
+    tmp_path: Path, dsn: str, server: Cluster, cut: str
+) -> None:
+    worker = spawn(tmp_path, "run", dsn, "chain-run", AGENTNB_HOLD_AT="n2")
+    wait_for_line(worker, "held")
+    if cut == "restart":
+        server.restart("fast")  # every connection is cut; the server comes back
+    else:
+        pids = backend_pids(server)
+        assert pids
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+            for pid in pids:
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    (tmp_path / "go").touch()
+    result = finish(worker)
+    assert result["reconnects"] >= 1
+    assert_ran_exactly_once(tmp_path, dsn, result)
+    assert lines(tmp_path / "trace") == NAMES  # no node ran twice
+
+
+def test_sixty_four_processes_deciding_the_same_hundred_runs_decide_each_exactly_once(
+    tmp_path: Path, dsn: str
+) -> None:
+    with PostgresCheckpointer(dsn) as store:
+        wf = build_refund_workflow(store)
+        for _ in range(100):
+            wf.start({"requested": 1000}).run()
+        ids = [r.run_id for r in store.list_runs("pending")]
+        assert len(ids) == 100
+    (tmp_path / "ids.json").write_text(json.dumps(ids))
+    go = tmp_path / "go"
+    workers = [
+        spawn(tmp_path, "race", dsn, str(go), str(i), str(tmp_path / "ids.json")) for i in range(64)
+    ]
+    for proc in workers:  # every process is connected: now they all start at once
+        wait_for_line(proc, "ready")
+    go.touch()
+    results = [finish(proc) for proc in workers]
+    assert sum(r["won"] for r in results) == 100
+    assert sum(r["lost"] for r in results) == 64 * 100 - 100
+    with PostgresCheckpointer(dsn) as store:
+        assert len(store.list_runs(Status.APPROVED)) == 100
+        audit = store.decisions()
+        assert sum(d.accepted for d in audit) == 100
+        assert len(audit) == 64 * 100  # every loser's attempt is audited as refused
+        assert {d.run_id for d in audit if d.accepted} == set(ids)
