@@ -110,16 +110,19 @@ def load_psycopg() -> Any:
     return psycopg
 
 
-def _why(exc: Exception) -> tuple[str, str]:
+DSN_FIX = "write the DSN as postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+
+
+def _why(exc: Exception, *, malformed: bool = False) -> tuple[str, str]:
     """The fact and the fix for a failed connection attempt."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     low = text.lower()
+    if malformed or "invalid" in low:
+        return text, DSN_FIX
     if "password" in low or "authentication" in low:
         return text, "check the user name and password in the DSN"
     if "does not exist" in low:
         return text, "create the database (createdb NAME) or name an existing one in the DSN"
-    if "invalid" in low or "missing" in low:
-        return text, "write the DSN as postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
     return text, "check that the server is running and reachable at the DSN's host and port"
 
 
@@ -147,7 +150,7 @@ class Session:
                 application_name="agentnb",
             )
         except pg.ProgrammingError as exc:  # a malformed DSN
-            fact, fix = _why(exc)
+            fact, fix = _why(exc, malformed=True)
             raise StoreUnavailable(self.where, fact, fix) from None
         except pg.OperationalError as exc:
             fact, fix = _why(exc)

@@ -1,0 +1,345 @@
+"""What only the PostgreSQL checkpointer does: its SQL spellings, connection errors,
+migrations, commit levels, per-run locks and transactions cut off by a lost connection."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from agentnb import (
+    PostgresCheckpointer,
+    SchemaVersionError,
+    Status,
+    StoreError,
+    StoreUnavailable,
+)
+from agentnb.examples import build_refund_workflow
+from agentnb.store import postgres_session
+from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
+from agentnb.store.postgres_schema import LATEST
+from agentnb.store.postgres_session import REWRITES, Disconnected, dialect, masked
+from agentnb.store.records import Event, RunRecord
+from tests.pg_cluster import PASSWORD, Cluster
+
+
+@pytest.fixture
+def pg(pg_dsn: str) -> Iterator[PostgresCheckpointer]:
+    with PostgresCheckpointer(pg_dsn) as store:
+        yield store
+
+
+def new_run(store: PostgresCheckpointer, run_id: str = "r1") -> None:
+    now = time.time()
+    record = RunRecord(run_id, "g", "s", Status.RUNNING, "a", 0, 1, 50, now, now)
+    event = Event(run_id, 1, 0, "run_started", "a", {}, now)
+    store.create_run(record, CheckpointWrite(0, "a", "{}"), [event])
+
+
+def step(store: PostgresCheckpointer, run_id: str, fence: int, n: int) -> None:
+    event = Event(run_id, n + 1, n, "node_completed", "a", {"n": n}, time.time())
+    change = StepCommit(Status.RUNNING, "a", n, [event], CheckpointWrite(n, "a", f'{{"n":{n}}}'))
+    store.commit(run_id, fence, change, lease_seconds=30)
+
+
+# -- the shared SQL in PostgreSQL's spelling ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shared", "postgres"),
+    [
+        ("SELECT 1 WHERE a LIKE '%x'", "SELECT 1 WHERE a LIKE '%%x'"),
+        (
+            "UPDATE t SET a = ? WHERE (? IS NULL OR d = ?)",
+            "UPDATE t SET a = %s WHERE (%s::text IS NULL OR d = %s)",
+        ),
+        ("SELECT a FROM t WHERE b = ?", "SELECT a FROM t WHERE b = %s"),
+        ("INSERT OR IGNORE INTO t VALUES (?)", "INSERT INTO t VALUES (%s) ON CONFLICT DO NOTHING"),
+        ("SELECT a FROM t INDEXED BY t_by_a WHERE a = 1", "SELECT a FROM t WHERE a = 1"),
+        ("SELECT max(r.status_at, e.at) FROM r", "SELECT greatest(r.status_at, e.at) FROM r"),
+        (
+            "INSERT INTO decisions (id) VALUES (NULL, ?)",
+            "INSERT INTO decisions (id) VALUES (DEFAULT, %s)",
+        ),
+        (
+            "SELECT name FROM sqlite_master WHERE type = 'table'",
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+        ),
+    ],
+)
+def test_each_sqlite_spelling_of_the_shared_sql_is_rewritten(shared: str, postgres: str) -> None:
+    assert dialect(shared) == postgres
+
+
+def test_every_rewrite_is_pinned_by_an_example() -> None:
+    assert len(REWRITES) == 8  # one example above per rewrite: add one with a new rewrite
+
+
+def test_sql_without_sqlite_spellings_is_left_as_it_is() -> None:
+    assert dialect("SELECT count(*) FROM runs") == "SELECT count(*) FROM runs"
+
+
+def test_a_dsns_password_never_appears_in_messages() -> None:
+    assert masked("postgresql://u:s3cret@h:5432/d") == "postgresql://u:***@h:5432/d"
+    assert masked("host=h password=s3cret dbname=d") == "host=h password=*** dbname=d"
+    assert masked("postgresql://h/d") == "postgresql://h/d"
+
+
+# -- connecting -----------------------------------------------------------------------------
+
+
+def test_a_wrong_password_is_a_typed_error_that_names_the_fix(pg_cluster: Cluster) -> None:
+    with pytest.raises(StoreUnavailable, match="password authentication failed") as caught:
+        PostgresCheckpointer(pg_cluster.dsn(password="wrong"))
+    assert caught.value.fix == "check the user name and password in the DSN"
+    assert "wrong" not in str(caught.value)
+
+
+def test_an_unknown_database_is_a_typed_error(pg_cluster: Cluster) -> None:
+    with pytest.raises(StoreUnavailable, match="does not exist") as caught:
+        PostgresCheckpointer(pg_cluster.dsn("no_such_db"))
+    assert "createdb" in caught.value.fix
+
+
+@pytest.mark.parametrize("dsn", ["not a dsn", "postgresql://u@127.0.0.1:99999/db", "hostx=1"])
+def test_a_malformed_dsn_is_a_typed_error_that_shows_the_form(dsn: str) -> None:
+    with pytest.raises(StoreUnavailable) as caught:
+        PostgresCheckpointer(dsn)
+    assert caught.value.fix == "write the DSN as postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+
+
+def test_a_server_that_is_down_at_start_is_a_typed_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailable, match="server is running") as caught:
+        PostgresCheckpointer(f"postgresql://u:{PASSWORD}@127.0.0.1:{port}/db")
+    assert caught.value.where == f"postgresql://u:***@127.0.0.1:{port}/db"
+
+
+def test_a_server_that_never_answers_is_a_typed_error_after_the_connect_timeout() -> None:
+    with socket.socket() as silent:  # accepts TCP connections, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        with pytest.raises(StoreUnavailable, match="timeout"):
+            PostgresCheckpointer(f"postgresql://u:p@127.0.0.1:{port}/db", connect_timeout=1)
+
+
+def test_without_psycopg_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_psycopg(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "psycopg":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    with pytest.raises(Exception, match=r'pip install "agentnb\[postgres\]"'):
+        postgres_session.load_psycopg()
+
+
+# -- migrations -----------------------------------------------------------------------------
+
+
+def test_connecting_migrates_once_and_reconnecting_keeps_the_runs(pg_dsn: str) -> None:
+    with PostgresCheckpointer(pg_dsn) as store:
+        build_refund_workflow(store).start({})
+    with PostgresCheckpointer(pg_dsn) as store:
+        assert len(store.list_runs()) == 1
+        rows = store._session.raw("SELECT version FROM schema_version").fetchall()
+    assert rows == [(v,) for v in range(1, LATEST + 1)]
+
+
+def test_a_database_from_a_newer_agentnb_is_refused(pg_dsn: str) -> None:
+    with PostgresCheckpointer(pg_dsn) as store:
+        store._session.raw("INSERT INTO schema_version VALUES (99, 0)")
+    with pytest.raises(SchemaVersionError, match="schema version 99") as caught:
+        PostgresCheckpointer(pg_dsn)
+    assert "***" in caught.value.path
+
+
+def test_processes_connecting_at_once_to_a_new_database_migrate_it_once(pg_dsn: str) -> None:
+    errors: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            PostgresCheckpointer(pg_dsn).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=connect) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with PostgresCheckpointer(pg_dsn) as store:
+        (count,) = store._session.raw("SELECT count(*) FROM schema_version").fetchone()
+    assert count == LATEST
+
+
+def test_the_audit_is_append_only_in_the_database_itself(pg: PostgresCheckpointer) -> None:
+    run = build_refund_workflow(pg).start({"requested": 1000})
+    run.run()
+    run.approve(by="ada")
+    with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+        pg._session.raw("UPDATE decisions SET approver = 'mallory'")
+    with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+        pg._session.raw("DELETE FROM decisions")
+
+
+# -- commit levels ----------------------------------------------------------------------------
+
+
+def test_an_unknown_synchronous_commit_level_is_refused(pg_dsn: str) -> None:
+    with pytest.raises(StoreError, match="not a PostgreSQL level"):
+        PostgresCheckpointer(pg_dsn, synchronous_commit="sometimes")
+
+
+def test_decisions_and_effects_commit_synchronously_when_steps_do_not(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresCheckpointer(pg_dsn, synchronous_commit="off")
+    session = store._session
+    raw = session.raw
+    seen: list[tuple[str, str]] = []
+    writes: list[str] = []
+
+    def probe(sql: str, params: Any = ()) -> Any:
+        if sql == "COMMIT":
+            (level,) = raw("SHOW synchronous_commit").fetchone()
+            text = " ".join(writes)
+            kind = "decision" if "decisions" in text else "effect" if "effects" in text else "step"
+            seen.append((kind, level))
+            writes.clear()
+        return raw(sql, params)
+
+    execute = session.execute
+
+    def noted(sql: str, params: Any = ()) -> Any:
+        if session.in_transaction and sql.lstrip().upper().startswith(("INSERT", "UPDATE")):
+            writes.append(sql)
+        return execute(sql, params)
+
+    monkeypatch.setattr(session, "raw", probe)
+    monkeypatch.setattr(session, "execute", noted)
+    paid: list[int] = []
+    with store:
+        run = build_refund_workflow(store, paid).start({"requested": 900})
+        run.run()
+        run.approve(by="ada")
+        run.run()
+    assert paid == [900]
+    assert {level for kind, level in seen if kind == "step"} == {"off"}
+    assert {level for kind, level in seen if kind != "step"} == {"on"}
+    assert {kind for kind, _ in seen} == {"step", "decision", "effect"}
+
+
+# -- locks ----------------------------------------------------------------------------------
+
+
+def test_a_run_locked_by_one_transaction_does_not_hold_up_another_run(
+    pg: PostgresCheckpointer, pg_dsn: str
+) -> None:
+    new_run(pg, "held")
+    new_run(pg, "free")
+    with psycopg.connect(pg_dsn) as other:  # a transaction holding run "held"'s lock
+        other.execute("SELECT pg_advisory_xact_lock_shared(0, 0)")
+        other.execute("SELECT pg_advisory_xact_lock(1, hashtext('held'))")
+        fence = pg.acquire("free", new_owner()).fence
+        step(pg, "free", fence, 1)  # commits while "held" stays locked
+        assert pg.checkpoint("free").state == {"n": 1}
+
+        done = threading.Event()
+        blocked = threading.Thread(
+            target=lambda: (pg.acquire("held", new_owner()), done.set()), daemon=True
+        )
+        blocked.start()
+        deadline = time.monotonic() + 30
+        while not _waiting_on_a_lock(other) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _waiting_on_a_lock(other)
+        assert not done.is_set()
+    blocked.join(timeout=30)  # the other transaction ended: the lock is free
+    assert done.is_set()
+
+
+def _waiting_on_a_lock(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    ).fetchone()
+    return row is not None and row[0] > 0
+
+
+# -- a connection lost inside a transaction ---------------------------------------------------
+
+
+def test_a_step_cut_off_before_its_commit_is_run_again_once(
+    pg: PostgresCheckpointer, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_run(pg)
+    fence = pg.acquire("r1", new_owner()).fence
+    session = pg._session
+    raw = session.raw
+    cuts: list[int] = []
+
+    def cut_before_commit(sql: str, params: Any = ()) -> Any:
+        if sql == "COMMIT" and not cuts:
+            (pid,) = raw("SELECT pg_backend_pid()").fetchone()
+            cuts.append(pid)
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return raw(sql, params)
+
+    monkeypatch.setattr(session, "raw", cut_before_commit)
+    step(pg, "r1", fence, 1)
+    assert cuts
+    assert session.reconnects >= 1
+    assert [c.step for c in pg.checkpoints("r1")] == [0, 1]
+    assert [e.seq for e in pg.events("r1")] == [1, 2]
+
+
+def test_a_commit_whose_answer_was_lost_is_not_run_again(
+    pg: PostgresCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = build_refund_workflow(pg).start({"requested": 1000})
+    run.run()
+    session = pg._session
+    raw = session.raw
+    lost: list[str] = []
+
+    def lose_the_answer(sql: str, params: Any = ()) -> Any:
+        result = raw(sql, params)
+        if sql == "COMMIT" and not lost:
+            lost.append(sql)
+            raise Disconnected("the server's answer to COMMIT never arrived")
+        return result
+
+    monkeypatch.setattr(session, "raw", lose_the_answer)
+    decision = pg.decide(run.run_id, "approved", "ada")  # committed: not decided twice
+    assert lost
+    assert decision.accepted
+    assert [(d.approver, d.accepted) for d in pg.decisions(run.run_id)] == [("ada", True)]
+    assert pg.get_run(run.run_id).status == Status.APPROVED
+
+
+def test_an_idle_connection_terminated_by_the_server_is_replaced(
+    pg: PostgresCheckpointer, pg_dsn: str
+) -> None:
+    new_run(pg)
+    (pid,) = pg._session.raw("SELECT pg_backend_pid()").fetchone()
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    assert pg.get_run("r1").status == Status.RUNNING
+    fence = pg.acquire("r1", new_owner()).fence
+    step(pg, "r1", fence, 1)
+    assert pg._session.reconnects >= 1
+    assert [c.step for c in pg.checkpoints("r1")] == [0, 1]
