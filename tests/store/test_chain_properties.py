@@ -13,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentnb import Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
+from agentnb import (
+    Checkpointer,
+    MemoryCheckpointer,
+    PostgresCheckpointer,
+    SqliteCheckpointer,
+    StateGraph,
+)
 from agentnb._json import dumps
 from agentnb.store import chains
 from agentnb.store.deltas import SnapshotPolicy
@@ -78,10 +84,29 @@ def check_every_step(store: Checkpointer, run_id: str, first: int, live: list[An
     assert [dumps(cp.state) for cp in store.checkpoints(run_id)] == [dumps(s) for s in live]
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def opened(backend: str, folder: str, request: pytest.FixtureRequest) -> Checkpointer:
+    if backend == "memory":
+        return MemoryCheckpointer()
+    if backend == "sqlite":
+        return SqliteCheckpointer(Path(folder) / "p.sqlite3")
+    # A schema of its own per example (the fixture's pg_dsn is made once per test).
+    cluster = request.getfixturevalue("pg_cluster")
+    schema = f"chain_{Path(folder).name.lower().replace('-', '_')}"
+    with PostgresCheckpointer(cluster.dsn()) as admin:
+        admin._session.raw(f"CREATE SCHEMA {schema}")
+    return PostgresCheckpointer(cluster.dsn(options=f"-csearch_path%3D{schema}"))
+
+
+# ``request`` only looks the session's server up: nothing of it is reset between examples.
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(case=runs, every=st.integers(1, 6), max_bytes=st.sampled_from([40, 400, 1 << 18]))
 def test_the_state_rebuilt_at_every_step_is_the_live_runs(
+    request: pytest.FixtureRequest,
     backend: str,
     case: tuple[list[dict[str, Any]], int, list[dict[str, Any]], dict[str, Any]],
     every: int,
@@ -90,12 +115,7 @@ def test_the_state_rebuilt_at_every_step_is_the_live_runs(
     script, fork_at, fork_script, update = case
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as folder:
         patch.setattr(chains, "DEFAULT_POLICY", SnapshotPolicy(every, max_bytes))
-        store: Checkpointer = (
-            MemoryCheckpointer()
-            if backend == "memory"
-            else SqliteCheckpointer(Path(folder) / "p.sqlite3")
-        )
-        with store:
+        with opened(backend, folder, request) as store:
             start = {"i": 0, "messages": [], "total": 0}
             run = workflow(store, script).start(start)
             live = walk(run, len(script))
