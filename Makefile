@@ -97,7 +97,7 @@ soak: $(VENV)/.dev
 
 test: lint unit nbval soak
 
-bench: $(VENV)/.dev system-deps
+bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_render.py
@@ -106,6 +106,7 @@ bench: $(VENV)/.dev system-deps
 	$(PY) bench/bench_widget.py
 	$(PY) bench/bench_longrun.py
 	$(PY) bench/bench_parallel.py
+	$(PY) bench/bench_postgres.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -54,14 +55,21 @@ if TYPE_CHECKING:
     from agentnb.store.policy import ApproverPolicy
     from agentnb.store.records import Event, RunRecord, Status
 
-__all__ = ["PostgresCheckpointer", "reconnecting"]
+__all__ = ["PostgresCheckpointer", "reconnecting", "run_lock"]
 
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 _DATABASE = 0
 """Advisory lock space 0, key 0: the database-wide key (exclusive: retention, machines)."""
 _RUNS = 1
-"""Advisory lock space 1: one key per run id (``hashtext``; a collision only serialises)."""
+"""Advisory lock space 1: one key per run id (:func:`run_lock`)."""
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def run_lock(run_id: str) -> int:
+    """The advisory lock key of ``run_id`` (a signed 32-bit CRC: a collision only
+    serialises two runs' writes, it never mixes them)."""
+    h = zlib.crc32(run_id.encode())
+    return h - 2**32 if h >= 2**31 else h
 
 
 def reconnecting(method: _F) -> _F:
@@ -182,18 +190,19 @@ class PostgresCheckpointer(SqliteCheckpointer):
             key = getattr(self._local, "key", None)
             session.in_transaction = True
             try:
-                session.raw("BEGIN")
+                # One round trip: BEGIN, the locks, the commit level, and the transaction
+                # id to ask about if the COMMIT is cut off (integers only, no parameters).
+                level = "set_config('synchronous_commit', 'on', true), " if durable else ""
                 if key is None:
-                    session.raw("SELECT pg_advisory_xact_lock(%s, 0)", (_DATABASE,))
+                    locks = f"pg_advisory_xact_lock({_DATABASE}, 0)"
                 else:
-                    session.raw(
-                        "SELECT pg_advisory_xact_lock_shared(%s, 0), "
-                        "pg_advisory_xact_lock(%s, hashtext(%s))",
-                        (_DATABASE, _RUNS, key),
+                    locks = (
+                        f"pg_advisory_xact_lock_shared({_DATABASE}, 0), "
+                        f"pg_advisory_xact_lock({_RUNS}, {run_lock(key)})"
                     )
-                if durable:
-                    session.raw("SET LOCAL synchronous_commit = on")
-                (xid,) = session.raw("SELECT pg_current_xact_id()::text").fetchone()
+                begun = session.raw(f"BEGIN; SELECT {level}{locks}, pg_current_xact_id()::text")
+                begun.nextset()
+                xid = begun.fetchone()[-1]
                 try:
                     yield self._db
                 except BaseException:
@@ -201,6 +210,23 @@ class PostgresCheckpointer(SqliteCheckpointer):
                         session.raw("ROLLBACK")
                     raise
                 self._commit(str(xid))
+            finally:
+                session.in_transaction = False
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read-only transaction whose statements all see one snapshot of the database."""
+        with self._lock:
+            self._check_open()
+            session = self._session
+            session.in_transaction = True
+            try:
+                session.raw("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    yield self._db
+                finally:
+                    if not session.conn.broken:
+                        session.raw("COMMIT")
             finally:
                 session.in_transaction = False
 

@@ -22,6 +22,7 @@ from agentnb import (
 from agentnb.examples import build_refund_workflow
 from agentnb.store import postgres_session
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
+from agentnb.store.postgres import run_lock
 from agentnb.store.postgres_schema import LATEST
 from agentnb.store.postgres_session import REWRITES, Disconnected, dialect, masked
 from agentnb.store.records import Event, RunRecord
@@ -253,7 +254,7 @@ def test_a_run_locked_by_one_transaction_does_not_hold_up_another_run(
     new_run(pg, "free")
     with psycopg.connect(pg_dsn) as other:  # a transaction holding run "held"'s lock
         other.execute("SELECT pg_advisory_xact_lock_shared(0, 0)")
-        other.execute("SELECT pg_advisory_xact_lock(1, hashtext('held'))")
+        other.execute("SELECT pg_advisory_xact_lock(1, %s)", (run_lock("held"),))
         fence = pg.acquire("free", new_owner()).fence
         step(pg, "free", fence, 1)  # commits while "held" stays locked
         assert pg.checkpoint("free").state == {"n": 1}

@@ -54,6 +54,20 @@ def dsn(server: Cluster) -> str:
     return server.dsn(options=f"-csearch_path%3D{schema}")
 
 
+_SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def reaped() -> Iterator[None]:
+    """Every worker a test started is gone after it, even when the test failed early."""
+    yield
+    while _SPAWNED:
+        proc = _SPAWNED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
+
 def spawn(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     environ = {
         **os.environ,
@@ -64,13 +78,15 @@ def spawn(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         "AGENTNB_GO": str(tmp / "go"),
         **env,
     }
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, str(WORKER), *args],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    _SPAWNED.append(proc)
+    return proc
 
 
 def wait_for_line(proc: subprocess.Popen[str], expected: str) -> None:
