@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
 __all__ = ["LATEST", "MIGRATIONS", "MIGRATION_LOCK", "migrate", "version"]
 
-MIGRATIONS = ("postgres_0001_initial.sql", "postgres_0002_deltas.sql")
+MIGRATIONS = (
+    "postgres_0001_initial.sql",
+    "postgres_0002_deltas.sql",
+    "postgres_0003_claims.sql",
+)
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)
 """The advisory lock (two int4 keys) held while migrating."""
