@@ -29,19 +29,21 @@ audit with one piece of code. What differs, and why:
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agentnb.errors import RunActive, RunNotFound, StoreError
 from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store import sqlite_retention
+from agentnb.store import postgres_claims, sqlite_retention
+from agentnb.store.base import DEFAULT_LEASE_SECONDS
+from agentnb.store.postgres_claims import CHANNEL
+from agentnb.store.postgres_locks import SHARED, begin, for_run, keyed, reconnecting, waking
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
+from agentnb.store.records import Status
 from agentnb.store.retention import Pruned, cutoff, prunable_statuses, selected
 from agentnb.store.sqlite import SqliteCheckpointer
 from agentnb.store.sqlite_rows import RUN_SELECT
@@ -53,52 +55,11 @@ if TYPE_CHECKING:
     from agentnb.store.base import CheckpointWrite
     from agentnb.store.machines import SqliteMachineStore
     from agentnb.store.policy import ApproverPolicy
-    from agentnb.store.records import Event, RunRecord, Status
+    from agentnb.store.records import Event, RunRecord
 
-__all__ = ["PostgresCheckpointer", "reconnecting", "run_lock"]
+__all__ = ["PostgresCheckpointer"]
 
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
-_DATABASE = 0
-"""Advisory lock space 0, key 0: the database-wide key (exclusive: retention, machines)."""
-_RUNS = 1
-"""Advisory lock space 1: one key per run id (:func:`run_lock`)."""
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def run_lock(run_id: str) -> int:
-    """The advisory lock key of ``run_id`` (a signed 32-bit CRC: a collision only
-    serialises two runs' writes, it never mixes them)."""
-    h = zlib.crc32(run_id.encode())
-    return h - 2**32 if h >= 2**31 else h
-
-
-def reconnecting(method: _F) -> _F:
-    """Run ``method`` again on a new connection when the old one was lost before commit."""
-
-    @functools.wraps(method)
-    def again(self: PostgresCheckpointer, *args: Any, **kwargs: Any) -> Any:
-        while True:
-            try:
-                return method(self, *args, **kwargs)
-            except Disconnected:
-                self._reconnect()
-
-    return cast(_F, again)
-
-
-def _for_run(method: _F) -> _F:
-    """Lock the run named by the first argument in every write transaction of ``method``."""
-
-    @functools.wraps(method)
-    def locked(self: PostgresCheckpointer, run_id: str, *args: Any, **kwargs: Any) -> Any:
-        previous = getattr(self._local, "key", None)
-        self._local.key = run_id
-        try:
-            return method(self, run_id, *args, **kwargs)
-        finally:
-            self._local.key = previous
-
-    return cast(_F, reconnecting(locked))
 
 
 class PostgresCheckpointer(SqliteCheckpointer):
@@ -140,6 +101,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
         self._lock = threading.RLock()
         self._local = threading.local()
         self._machines = None
+        self._listener: postgres_claims.Listener | None = None
         self._closed = True
         self._session = Session(
             dsn, reconnect_seconds=reconnect_seconds, connect_timeout=connect_timeout
@@ -190,17 +152,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
             key = getattr(self._local, "key", None)
             session.in_transaction = True
             try:
-                # One round trip: BEGIN, the locks, the commit level, and the transaction
-                # id to ask about if the COMMIT is cut off (integers only, no parameters).
-                level = "set_config('synchronous_commit', 'on', true), " if durable else ""
-                if key is None:
-                    locks = f"pg_advisory_xact_lock({_DATABASE}, 0)"
-                else:
-                    locks = (
-                        f"pg_advisory_xact_lock_shared({_DATABASE}, 0), "
-                        f"pg_advisory_xact_lock({_RUNS}, {run_lock(key)})"
-                    )
-                begun = session.raw(f"BEGIN; SELECT {level}{locks}, pg_current_xact_id()::text")
+                begun = session.raw(begin(key, durable=durable))
                 begun.nextset()
                 xid = begun.fetchone()[-1]
                 try:
@@ -209,6 +161,8 @@ class PostgresCheckpointer(SqliteCheckpointer):
                     if not session.conn.broken:
                         session.raw("ROLLBACK")
                     raise
+                if getattr(self._local, "wakes", False):
+                    session.raw(f"NOTIFY {CHANNEL}")  # delivered once this commits
                 self._commit(str(xid))
             finally:
                 session.in_transaction = False
@@ -256,10 +210,12 @@ class PostgresCheckpointer(SqliteCheckpointer):
             if not self._closed:
                 self._closed = True
                 self._session.close()
+                if self._listener is not None:
+                    self._listener.close()
 
     # -- runs ----------------------------------------------------------------------------
 
-    @_for_run
+    @for_run
     def _create(
         self,
         run_id: str,
@@ -284,26 +240,85 @@ class PostgresCheckpointer(SqliteCheckpointer):
         started_by: Identity | None = None,
         policies: Mapping[str, ApproverPolicy] | None = None,
     ) -> None:
-        self._create(run.run_id, run, checkpoint, events, started_by, policies)
+        self._local.wakes = run.status == Status.QUEUED  # workflow.submit: wake a worker
+        try:
+            self._create(run.run_id, run, checkpoint, events, started_by, policies)
+        finally:
+            self._local.wakes = False
 
     # Every other call: the parent's code, under its run's lock, again after a lost link.
-    run_policy = _for_run(SqliteCheckpointer.run_policy)
-    get_run = _for_run(SqliteCheckpointer.get_run)
+    run_policy = for_run(SqliteCheckpointer.run_policy)
+    get_run = for_run(SqliteCheckpointer.get_run)
     list_runs = reconnecting(SqliteCheckpointer.list_runs)
-    acquire = _for_run(SqliteCheckpointer.acquire)
-    commit = _for_run(SqliteCheckpointer.commit)
-    release = _for_run(SqliteCheckpointer.release)
-    save_write = _for_run(SqliteCheckpointer.save_write)
-    pending_writes = _for_run(SqliteCheckpointer.pending_writes)
-    pending_tasks = _for_run(SqliteCheckpointer.pending_tasks)
-    decide = _for_run(SqliteCheckpointer.decide)
-    checkpoint = _for_run(SqliteCheckpointer.checkpoint)
-    checkpoints = _for_run(SqliteCheckpointer.checkpoints)
-    events = _for_run(SqliteCheckpointer.events)
+    acquire = for_run(SqliteCheckpointer.acquire)
+    commit = for_run(SqliteCheckpointer.commit)
+    release = for_run(SqliteCheckpointer.release)
+    save_write = for_run(SqliteCheckpointer.save_write)
+    pending_writes = for_run(SqliteCheckpointer.pending_writes)
+    pending_tasks = for_run(SqliteCheckpointer.pending_tasks)
+    decide = waking(for_run(SqliteCheckpointer.decide))
+    requeue = waking(for_run(SqliteCheckpointer.requeue))
+    renew = keyed(SHARED, SqliteCheckpointer.renew)
+    claim_timers = keyed(None, SqliteCheckpointer.claim_timers)
+    release_timers = keyed(None, SqliteCheckpointer.release_timers)
+
+    # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
+
+    def claim(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        return self._claim_runs(owner, graphs, limit, lease_seconds, run_ids)
+
+    def _claim_runs(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        limit: int,
+        lease_seconds: float,
+        run_ids: Sequence[str] | None,
+    ) -> list[RunRecord]:
+        with self._write() as db:
+            return postgres_claims.claim(
+                db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
+            )
+
+    _claim_runs = keyed(SHARED, _claim_runs)
+
+    async def await_work(self, owner: str, timeout: float) -> None:
+        """Wait for ``NOTIFY`` from a write that made work claimable, or ``timeout``."""
+        import asyncio
+
+        if self._listener is None:
+            session = self._session
+            self._listener = postgres_claims.Listener(
+                lambda: (
+                    Session(
+                        session.dsn,
+                        reconnect_seconds=session.reconnect_seconds,
+                        connect_timeout=session.connect_timeout,
+                    ).conn
+                )
+            )
+        listener = self._listener
+        try:
+            await asyncio.to_thread(listener.wait, timeout)
+        except asyncio.CancelledError:
+            listener.heard()  # it may hear what this wait was for: the next returns at once
+            raise
+
+    checkpoint = for_run(SqliteCheckpointer.checkpoint)
+    checkpoints = for_run(SqliteCheckpointer.checkpoints)
+    events = for_run(SqliteCheckpointer.events)
     decisions = reconnecting(SqliteCheckpointer.decisions)
     recorded_effect = reconnecting(SqliteCheckpointer.recorded_effect)
-    effects = _for_run(SqliteCheckpointer.effects)
-    list_checkpoints = _for_run(SqliteCheckpointer.list_checkpoints)
+    effects = for_run(SqliteCheckpointer.effects)
+    list_checkpoints = for_run(SqliteCheckpointer.list_checkpoints)
 
     @reconnecting
     def record_effect(
@@ -320,7 +335,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
 
     # -- retention -------------------------------------------------------------------------
 
-    @_for_run
+    @for_run
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
         with self._write() as db:
             audit = sqlite_retention.delete(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentnb.store.machines import SqliteMachineStore
-from agentnb.store.postgres import reconnecting
+from agentnb.store.postgres_locks import reconnecting
 
 if TYPE_CHECKING:
     from agentnb.store.postgres import PostgresCheckpointer

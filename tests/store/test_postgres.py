@@ -22,7 +22,7 @@ from agentnb import (
 from agentnb.examples import build_refund_workflow
 from agentnb.store import postgres_session
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
-from agentnb.store.postgres import run_lock
+from agentnb.store.postgres_locks import run_lock
 from agentnb.store.postgres_schema import LATEST
 from agentnb.store.postgres_session import REWRITES, Disconnected, dialect, masked
 from agentnb.store.records import Event, RunRecord
@@ -344,3 +344,60 @@ def test_an_idle_connection_terminated_by_the_server_is_replaced(
     step(pg, "r1", fence, 1)
     assert pg._session.reconnects >= 1
     assert [c.step for c in pg.checkpoints("r1")] == [0, 1]
+
+
+# -- LISTEN / NOTIFY --------------------------------------------------------------------------
+
+
+def listening(store: PostgresCheckpointer) -> Any:
+    import asyncio
+
+    asyncio.run(store.await_work("w", 30))  # the first wait starts listening, returns at once
+    assert store._listener is not None
+    return store._listener
+
+
+def queued_workflow(store: PostgresCheckpointer) -> Any:
+    from agentnb import StateGraph
+
+    return StateGraph("q").add_node("a", lambda s: {"n": 1}).set_entry_point("a").compile(store)
+
+
+def test_a_submitted_run_wakes_a_listening_worker(pg: PostgresCheckpointer, pg_dsn: str) -> None:
+    listener = listening(pg)
+    with PostgresCheckpointer(pg_dsn) as other:
+        queued_workflow(other).submit({})
+    assert listener.wait(30) is True
+
+
+def test_an_approval_wakes_a_listening_worker(pg: PostgresCheckpointer, pg_dsn: str) -> None:
+    run = build_refund_workflow(pg).start({"requested": 1000})
+    run.run()
+    listener = listening(pg)
+    with PostgresCheckpointer(pg_dsn) as other:
+        other.decide(run.run_id, "approved", "ada")
+    assert listener.wait(30) is True
+
+
+def test_steps_nobody_waits_for_wake_no_worker(pg: PostgresCheckpointer, pg_dsn: str) -> None:
+    listener = listening(pg)
+    with PostgresCheckpointer(pg_dsn) as other:
+        new_run(other, "r2")
+        step(other, "r2", other.acquire("r2", new_owner()).fence, 1)
+    assert listener.wait(0.2) is False
+
+
+def test_a_cancelled_wait_leaves_its_wake_up_for_the_next(pg: PostgresCheckpointer) -> None:
+    import asyncio
+
+    listener = listening(pg)
+
+    async def cancel_one() -> None:
+        task = asyncio.ensure_future(pg.await_work("w", 0.2))
+        await asyncio.sleep(0)  # let it start waiting
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_one())
+    assert listener.wait(30) is True  # at once: what the cancelled wait heard is not lost

@@ -1,0 +1,123 @@
+"""The PostgreSQL checkpointer's claims and wake-ups: ``FOR UPDATE SKIP LOCKED`` and
+``LISTEN``/``NOTIFY``.
+
+The rule is :mod:`agentnb.store.claims`'. A claim is one statement: the inner ``SELECT``
+locks the rows it picks and skips the rows another worker's claim has locked, so
+concurrent workers take disjoint runs without waiting on each other; the claiming
+transaction takes only the shared database key (:mod:`agentnb.store.postgres`), never a
+run's, so it does not queue behind steps.
+
+A write that makes work claimable — a run submitted, an approval or answer recorded, a run
+put back — sends ``NOTIFY agentnb_work`` once committed. An idle worker waits for it on a
+connection of its own that ``LISTEN``\\s (:class:`Listener`): it wakes at once instead of
+polling, and a notification that arrives while nobody waits is kept for the next wait.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentnb.store.claims import graph_filter
+from agentnb.store.records import RunRecord
+from agentnb.store.sqlite_rows import RUN_SELECT
+from agentnb.store.sqlite_rows import run as run_row
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import psycopg
+
+__all__ = ["CHANNEL", "Listener", "claim"]
+
+CHANNEL = "agentnb_work"
+
+_CLAIMABLE = (
+    "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
+    "AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')))"
+)
+
+
+def claim(
+    db: sqlite3.Connection,
+    owner: str,
+    graphs: Mapping[str, str],
+    *,
+    limit: int,
+    lease_seconds: float,
+    run_ids: Sequence[str] | None,
+) -> list[RunRecord]:
+    """Claim inside the caller's transaction; the claimed rows, oldest first."""
+    if limit < 1 or not graphs or (run_ids is not None and not run_ids):
+        return []
+    now = time.time()
+    where, params = graph_filter(graphs)
+    if run_ids is not None:
+        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        params += list(run_ids)
+    claimed = db.execute(
+        f"WITH c AS (SELECT run_id FROM runs WHERE {where} AND {_CLAIMABLE} "
+        "ORDER BY status_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED) "
+        "UPDATE runs r SET lease_owner = ?, lease_expires = ?, fence = r.fence + 1 "
+        "FROM c WHERE r.run_id = c.run_id RETURNING r.run_id",
+        (*params, now, limit, owner, now + lease_seconds),
+    ).fetchall()
+    if not claimed:
+        return []
+    ids = [r[0] for r in claimed]
+    rows = db.execute(
+        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
+        "ORDER BY r.status_at, r.run_id",
+        ids,
+    ).fetchall()
+    return [run_row(r) for r in rows]
+
+
+class Listener:
+    """A connection of its own that ``LISTEN``\\s on :data:`CHANNEL` (opened on first use)."""
+
+    def __init__(self, connect: Any) -> None:
+        self._connect = connect
+        self._conn: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()
+        self._heard = False
+
+    def wait(self, timeout: float) -> bool:
+        """Block until a notification arrives (True), or ``timeout`` seconds pass (False).
+
+        The first call only starts listening and returns at once: work may have been
+        announced before anyone listened, so the caller claims again. A notification
+        heard by a wait whose caller gave up (a cancelled worker wait) is kept for the next.
+        """
+        with self._lock:
+            if self._heard:
+                self._heard = False
+                return True
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = self._connect()
+                self._conn.execute(f"LISTEN {CHANNEL}")
+                return True
+            heard = False
+            try:
+                for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                    heard = True
+                # Drain what else arrived: one wake-up claims for all of it.
+                for _ in self._conn.notifies(timeout=0):
+                    pass
+            except Exception:  # the server went away: listen again (and claim) next time
+                self.close()
+                return True
+            return heard
+
+    def heard(self) -> None:
+        """Mark a wake-up for the next :meth:`wait` (a wait's caller was cancelled)."""
+        self._heard = True
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
