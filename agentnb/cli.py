@@ -38,11 +38,18 @@ class _UsageError(Exception):
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def _open_existing(path: str) -> Checkpointer:
-    if path.startswith(POSTGRES_SCHEMES):
+def _open_store(db: str) -> Checkpointer:
+    """A ``postgresql://`` URL's server, or the SQLite file at ``db`` (created if missing)."""
+    if db.startswith(POSTGRES_SCHEMES):
         from agentnb.store.postgres import PostgresCheckpointer
 
-        return PostgresCheckpointer(path)
+        return PostgresCheckpointer(db)
+    return SqliteCheckpointer(db)
+
+
+def _open_existing(path: str) -> Checkpointer:
+    if path.startswith(POSTGRES_SCHEMES):
+        return _open_store(path)
     if not Path(path).is_file():
         raise _UsageError(
             f"no database at {path!r} (check --db; runs are saved where the "
@@ -585,7 +592,7 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.concurrency < 1:
         raise _UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
-    with SqliteCheckpointer(args.db) as store:
+    with _open_store(args.db) as store:
         try:
             loaded = [load_workflow(target, store) for target in args.workflow]
             workflows = [w for w in loaded if isinstance(w, Workflow)]

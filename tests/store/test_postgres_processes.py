@@ -192,3 +192,41 @@ def test_sixty_four_processes_deciding_the_same_hundred_runs_decide_each_exactly
         assert sum(d.accepted for d in audit) == 100
         assert len(audit) == 64 * 100  # every loser's attempt is audited as refused
         assert {d.run_id for d in audit if d.accepted} == set(ids)
+
+
+def test_eight_workers_on_2000_queued_runs_execute_each_run_exactly_once(
+    tmp_path: Path, dsn: str
+) -> None:
+    from tests import worker_flows
+
+    with PostgresCheckpointer(dsn) as store:
+        wf = worker_flows.counted(store)
+        ids = {wf.submit({"i": i}).run_id for i in range(2000)}
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "AGENTNB_EXEC_LOG": str(tmp_path / "executed.log"),
+    }
+    command = [sys.executable, "-m", "agentnb", "worker", "--db", dsn]
+    procs = []
+    for _ in range(8):
+        proc = subprocess.Popen(
+            [*command, "--workflow", "worker_flows:counted", "--until-idle"],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _SPAWNED.append(proc)
+        procs.append(proc)
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    log = (tmp_path / "executed.log").read_text().splitlines()
+    ran = Counter(line.split()[0] for line in log)
+    assert set(ran) == ids
+    assert set(ran.values()) == {1}  # no run's node executed twice
+    assert len({line.split()[1] for line in log}) > 1  # the work was shared
+    with PostgresCheckpointer(dsn) as store:
+        assert Counter(r.status for r in store.list_runs()) == {Status.COMPLETED: 2000}
+        assert sum(len(store.effects(run_id)) for run_id in ids) == 2000
