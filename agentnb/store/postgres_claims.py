@@ -83,6 +83,7 @@ class Listener:
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
         self._heard = False
+        self._closed = threading.Event()
 
     def wait(self, timeout: float) -> bool:
         """Block until a notification arrives (True), or ``timeout`` seconds pass (False).
@@ -92,12 +93,17 @@ class Listener:
         heard by a wait whose caller gave up (a cancelled worker wait) is kept for the next.
         """
         with self._lock:
+            if self._closed.is_set():
+                return False
             if self._heard:
                 self._heard = False
                 return True
             if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = self._connect()
-                self._conn.execute(f"LISTEN {CHANNEL}")
+                conn = self._connect()
+                conn.execute(f"LISTEN {CHANNEL}")
+                self._conn = conn
+                if self._closed.is_set():  # closed while this wait was connecting
+                    self._drop()
                 return True
             heard = False
             try:
@@ -107,7 +113,7 @@ class Listener:
                 for _ in self._conn.notifies(timeout=0):
                     pass
             except Exception:  # the server went away: listen again (and claim) next time
-                self.close()
+                self._drop()
                 return True
             return heard
 
@@ -116,8 +122,11 @@ class Listener:
         self._heard = True
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
+        """Stop listening for good (a wait in flight returns; none connects again)."""
+        self._closed.set()
+        self._drop()
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
