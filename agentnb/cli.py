@@ -306,7 +306,7 @@ def _json_arg(flag: str, text: str) -> Any:
         raise _UsageError(f"{flag} is not JSON ({exc.msg}); quote it: {flag} '{{...}}'") from None
 
 
-def _workflow(target: str, store: SqliteCheckpointer) -> Any:
+def _workflow(target: str, store: Checkpointer) -> Any:
     """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
     from agentnb.graph import StateGraph, Workflow
     from agentnb.render.export import TargetError, import_target

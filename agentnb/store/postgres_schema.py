@@ -23,6 +23,7 @@ MIGRATIONS = (
     "postgres_0001_initial.sql",
     "postgres_0002_deltas.sql",
     "postgres_0003_claims.sql",
+    "postgres_0004_task_edits.sql",
 )
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)
