@@ -37,7 +37,7 @@ system-deps:
 	fi
 
 # PostgreSQL's server binaries: the tests and bench/bench_postgres.py start a throwaway
-# cluster of their own (tests/pg_cluster.py); nothing is configured system-wide.
+# cluster of their own (agentnb.testing.throwaway_postgres); nothing is configured system-wide.
 postgres-server:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then \
 	  if [ "$(ROOT)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \

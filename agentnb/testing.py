@@ -16,6 +16,11 @@ subscribing by hand::
 
 What another process writes reaches no listener here: read it from the store
 (``checkpointer.events(run_id)``).
+
+:func:`throwaway_postgres` starts a PostgreSQL server of its own for a block (a temporary
+directory, a random port on 127.0.0.1) and yields its DSN — for a course's notebook, a
+test suite or a benchmark; :class:`ThrowawayPostgres` is the same server as an object
+that can also restart.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from agentnb._postgres_server import ThrowawayPostgres, throwaway_postgres
 from agentnb.errors import TransitionNotAllowed
 from agentnb.fsm.chart import Statechart
 from agentnb.fsm.chart_instance import ChartInstance
@@ -37,7 +43,7 @@ from agentnb.graph.workflow import Workflow
 from agentnb.resilience import CircuitBreaker
 from agentnb.store.records import Event
 
-__all__ = ["CapturedEvents", "capture_events"]
+__all__ = ["CapturedEvents", "ThrowawayPostgres", "capture_events", "throwaway_postgres"]
 
 Source = (
     Workflow | Run | StateMachine | Statechart | MachineInstance | ChartInstance | CircuitBreaker

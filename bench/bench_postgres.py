@@ -1,7 +1,7 @@
 """PostgreSQL benchmark: a durable step beside a raw psycopg floor, and beside SQLite.
 
 Run with ``make bench`` (or ``python bench/bench_postgres.py``). It starts a throwaway
-cluster the way the tests do (tests/pg_cluster.py: initdb in a temporary directory,
+server the way the tests do (agentnb.testing.ThrowawayPostgres: initdb in a temporary directory,
 127.0.0.1 on a free port, removed at the end) with the server's default durability
 (``fsync=on``, ``synchronous_commit=on``). Every figure is measured in this run:
 
@@ -43,7 +43,7 @@ from agentnb import (  # noqa: E402
     Workflow,
 )
 from agentnb.examples import build_refund_workflow  # noqa: E402
-from tests.pg_cluster import Cluster  # noqa: E402
+from agentnb.testing import ThrowawayPostgres  # noqa: E402
 
 NODES = 200
 REPEATS = 7
@@ -136,7 +136,7 @@ def decision(dsn: str) -> Callable[[], float]:
     return measure
 
 
-def schema(cluster: Cluster, name: str) -> str:
+def schema(cluster: ThrowawayPostgres, name: str) -> str:
     with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {name}")
     return cluster.dsn(options=f"-csearch_path%3D{name}")
@@ -155,7 +155,7 @@ def paired(store: Callable[[], float], floor: Callable[[], float]) -> tuple[floa
 
 
 def main() -> None:
-    cluster = Cluster.create()
+    cluster = ThrowawayPostgres()
     rows: dict[str, tuple[float, float, float]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:

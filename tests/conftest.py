@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,7 +19,8 @@ from agentnb import (
     SqliteCheckpointer,
     StepResult,
 )
-from tests.pg_cluster import Cluster, ServerMissing
+from agentnb.errors import MissingDependency, StoreUnavailable
+from agentnb.testing import ThrowawayPostgres
 
 BACKENDS = ["memory", "sqlite", "postgres"]
 
@@ -50,8 +50,8 @@ def server_missing(reason: str, environ: Mapping[str, str] = os.environ) -> NoRe
 
 
 @pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[Cluster]:
-    """A throwaway PostgreSQL server for the whole session (tests/pg_cluster.py), removed
+def pg_cluster() -> Iterator[ThrowawayPostgres]:
+    """A throwaway PostgreSQL server for the whole session (agentnb.testing), removed
     at the end. ``fsync=off``: the tests cut connections and kill clients, never the
     machine, and the cluster is deleted afterwards."""
     try:
@@ -59,11 +59,9 @@ def pg_cluster() -> Iterator[Cluster]:
     except ImportError:
         server_missing('psycopg is not installed (pip install -e ".[dev]")')
     try:
-        cluster = Cluster.create(settings={"fsync": "off", "full_page_writes": "off"})
-    except ServerMissing as exc:
+        cluster = ThrowawayPostgres(settings={"fsync": "off", "full_page_writes": "off"})
+    except (MissingDependency, StoreUnavailable) as exc:
         server_missing(str(exc))
-    except subprocess.CalledProcessError as exc:
-        server_missing(f"the server did not start: {exc.stderr or exc.stdout}")
     try:
         yield cluster
     finally:
@@ -74,7 +72,7 @@ _SCHEMAS = itertools.count(1)
 
 
 @pytest.fixture
-def pg_dsn(pg_cluster: Cluster) -> str:
+def pg_dsn(pg_cluster: ThrowawayPostgres) -> str:
     """A DSN of an empty schema of its own (the first on its ``search_path``)."""
     import psycopg
 

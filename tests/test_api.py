@@ -141,6 +141,7 @@ LEVELS = {
     "agentnb._display": 1,
     "agentnb.identity": 1,  # who the process vouches for: stdlib + errors only
     "agentnb._listeners": 1,
+    "agentnb._postgres_server": 1,  # a throwaway server (agentnb.testing): stdlib + errors
     "agentnb.store": 2,
     "agentnb.definitions": 2,  # documents, schemas, findings, names, registries: any definition
     "agentnb.graph.state": 2,

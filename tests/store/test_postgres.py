@@ -26,7 +26,7 @@ from agentnb.store.postgres_locks import run_lock
 from agentnb.store.postgres_schema import LATEST
 from agentnb.store.postgres_session import REWRITES, Disconnected, dialect, masked
 from agentnb.store.records import Event, RunRecord
-from tests.pg_cluster import PASSWORD, Cluster
+from agentnb.testing import ThrowawayPostgres
 
 
 @pytest.fixture
@@ -94,14 +94,16 @@ def test_a_dsns_password_never_appears_in_messages() -> None:
 # -- connecting -----------------------------------------------------------------------------
 
 
-def test_a_wrong_password_is_a_typed_error_that_names_the_fix(pg_cluster: Cluster) -> None:
+def test_a_wrong_password_is_a_typed_error_that_names_the_fix(
+    pg_cluster: ThrowawayPostgres,
+) -> None:
     with pytest.raises(StoreUnavailable, match="password authentication failed") as caught:
         PostgresCheckpointer(pg_cluster.dsn(password="wrong"))
     assert caught.value.fix == "check the user name and password in the DSN"
     assert "wrong" not in str(caught.value)
 
 
-def test_an_unknown_database_is_a_typed_error(pg_cluster: Cluster) -> None:
+def test_an_unknown_database_is_a_typed_error(pg_cluster: ThrowawayPostgres) -> None:
     with pytest.raises(StoreUnavailable, match="does not exist") as caught:
         PostgresCheckpointer(pg_cluster.dsn("no_such_db"))
     assert "createdb" in caught.value.fix
@@ -119,7 +121,7 @@ def test_a_server_that_is_down_at_start_is_a_typed_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(StoreUnavailable, match="server is running") as caught:
-        PostgresCheckpointer(f"postgresql://u:{PASSWORD}@127.0.0.1:{port}/db")
+        PostgresCheckpointer(f"postgresql://u:secret@127.0.0.1:{port}/db")
     assert caught.value.where == f"postgresql://u:***@127.0.0.1:{port}/db"
 
 

@@ -18,9 +18,10 @@ import psycopg
 import pytest
 
 from agentnb import PostgresCheckpointer, Status
+from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.examples import build_refund_workflow
+from agentnb.testing import ThrowawayPostgres
 from tests.conftest import server_missing
-from tests.pg_cluster import Cluster, ServerMissing
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 ROOT = Path(__file__).parents[2]
@@ -31,11 +32,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Cluster]:
+def server() -> Iterator[ThrowawayPostgres]:
     """A cluster of this module's own: these tests restart it and cut its connections."""
     try:
-        cluster = Cluster.create(settings={"fsync": "off"})
-    except (ServerMissing, subprocess.CalledProcessError) as exc:
+        cluster = ThrowawayPostgres(settings={"fsync": "off"})
+    except (MissingDependency, StoreUnavailable) as exc:
         server_missing(str(exc))
     try:
         yield cluster
@@ -47,7 +48,7 @@ _SCHEMAS = itertools.count(1)
 
 
 @pytest.fixture
-def dsn(server: Cluster) -> str:
+def dsn(server: ThrowawayPostgres) -> str:
     schema = f"p{os.getpid()}_{next(_SCHEMAS)}"
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -119,7 +120,7 @@ def assert_ran_exactly_once(tmp: Path, dsn: str, result: dict[str, Any]) -> None
         assert len(store.effects("chain-run")) == STEPS
 
 
-def backend_pids(server: Cluster) -> list[int]:
+def backend_pids(server: ThrowawayPostgres) -> list[int]:
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE application_name = 'agentnb' "
@@ -147,7 +148,7 @@ def test_a_killed_worker_is_taken_over_after_its_lease_expires_with_no_effect_re
 
 @pytest.mark.parametrize("cut", ["restart", "terminate"])
 def test_a_restarted_server_or_a_terminated_connection_loses_no_step_and_repeats_none(
-    tmp_path: Path, dsn: str, server: Cluster, cut: str
+    tmp_path: Path, dsn: str, server: ThrowawayPostgres, cut: str
 ) -> None:
     worker = spawn(tmp_path, "run", dsn, "chain-run", AGENTNB_HOLD_AT="n2")
     wait_for_line(worker, "held")

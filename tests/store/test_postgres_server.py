@@ -1,16 +1,19 @@
-"""The throwaway PostgreSQL server the tests get (tests/pg_cluster.py), and how a missing
-one is reported: skipped on a developer's machine, a failure in CI."""
+"""The throwaway PostgreSQL server (``agentnb.testing.throwaway_postgres``) the tests, the
+benchmarks and notebook 08 use, and how a missing one is reported: a typed error that says
+what to install; in the tests, skipped on a developer's machine and a failure in CI."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests import pg_cluster
+import agentnb._postgres_server as server_module
+from agentnb import MissingDependency, PostgresCheckpointer, StoreUnavailable
+from agentnb.testing import ThrowawayPostgres, throwaway_postgres
 from tests.conftest import server_missing
-from tests.pg_cluster import Cluster, ServerMissing, find_bindir
 
 
 def test_in_ci_a_missing_server_fails_the_run_instead_of_skipping() -> None:
@@ -23,32 +26,64 @@ def test_outside_ci_a_missing_server_skips_and_says_why() -> None:
         server_missing("no initdb", {})
 
 
-def test_without_server_binaries_the_error_says_what_to_install(
-    monkeypatch: pytest.MonkeyPatch,
+def test_without_server_binaries_a_throwaway_server_is_a_typed_error_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(pg_cluster.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(server_module.glob, "glob", lambda pattern: [])
     monkeypatch.setenv("PATH", "")
-    monkeypatch.delenv("PG_BINDIR", raising=False)
-    with pytest.raises(ServerMissing, match="apt-get install postgresql"):
-        find_bindir()
+    monkeypatch.setenv("PG_BINDIR", str(tmp_path))  # a folder without initdb
+    monkeypatch.setattr(server_module.tempfile, "mkdtemp", pytest.fail)  # nothing created
+    with (
+        pytest.raises(MissingDependency, match="apt-get install postgresql") as caught,
+        throwaway_postgres(),
+    ):
+        pass
+    assert caught.value.extra == "postgres"
+    assert "PG_BINDIR" in caught.value.install
 
 
 @pytest.mark.slow
-def test_a_throwaway_cluster_listens_on_localhost_as_an_unprivileged_user_and_is_removed() -> None:
-    cluster = Cluster.create()
-    try:
-        with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+def test_a_throwaway_server_listens_on_localhost_as_an_unprivileged_user_and_is_removed() -> None:
+    with ThrowawayPostgres() as server:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
             (address,) = conn.execute("SELECT host(inet_server_addr())").fetchone()
             (listen,) = conn.execute("SHOW listen_addresses").fetchone()
         assert (address, listen) == ("127.0.0.1", "127.0.0.1")
-        owner = (cluster.data / "postmaster.pid").stat().st_uid
+        owner = (server.data / "postmaster.pid").stat().st_uid
         assert owner != 0
         assert owner == os.geteuid() or os.geteuid() == 0
-    finally:
-        cluster.remove()
-    assert not cluster.root.exists()
+        assert "running" in repr(server)
+    assert not server.root.exists()
+    assert not server.running
+    server.remove()  # twice is harmless
 
 
-def test_the_sessions_server_refuses_a_wrong_password(pg_cluster: Cluster) -> None:
+@pytest.mark.slow
+def test_throwaway_postgres_yields_a_dsn_a_checkpointer_opens_and_stops_the_server_after() -> None:
+    with throwaway_postgres() as dsn, PostgresCheckpointer(dsn) as store:
+        assert store.list_runs() == []
+    with pytest.raises(StoreUnavailable):
+        PostgresCheckpointer(dsn, connect_timeout=2)
+
+
+@pytest.mark.slow
+def test_a_server_that_cannot_start_is_a_typed_error_and_leaves_no_directory() -> None:
+    made: list[Path] = []
+    real = server_module.tempfile.mkdtemp
+
+    def remembered(**kwargs: str) -> str:
+        made.append(Path(real(**kwargs)))
+        return str(made[-1])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_module.tempfile, "mkdtemp", remembered)
+        with pytest.raises(StoreUnavailable, match="pg_ctl failed") as caught:
+            ThrowawayPostgres(settings={"shared_buffers": "'not a size'"})
+    assert "server.log" in caught.value.fix
+    assert made
+    assert not made[0].exists()
+
+
+def test_the_sessions_server_refuses_a_wrong_password(pg_cluster: ThrowawayPostgres) -> None:
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
         psycopg.connect(pg_cluster.dsn(password="wrong"), connect_timeout=5)
