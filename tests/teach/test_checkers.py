@@ -18,6 +18,7 @@ from agentnb import SqliteCheckpointer
 from agentnb.teach import exercises, grade
 from tests.teach import chart_scenarios as c
 from tests.teach import parallel_scenarios as p
+from tests.teach import scale_scenarios as w
 from tests.teach import scenarios as s
 
 P = functools.partial
@@ -75,6 +76,9 @@ CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
         c.clicks({"oven": "heating", "timers": 1}),
         c.clicks({"oven": "defrosting", "timers": 1}),
     ),
+    "08.1": (P(w.batch, by_workers=True), P(w.batch, by_workers=False)),
+    "08.2": (P(w.rejection, comment="over the limit"), P(w.rejection, comment=None)),
+    "08.3": (P(w.handover, stopped=True), P(w.handover, stopped=False)),
     "09.1": (P(s.agent, stop_after=100), P(s.agent, stop_after=3)),
     "09.2": (s.reject_big, s.approve_big),
     "09.3": (
@@ -167,3 +171,11 @@ def test_a_map_reduce_whose_tasks_do_not_all_count_fails(store: SqliteCheckpoint
     result = grade("06.2", **p.word_counts(store, reducer=operator.add, skip=3))
     assert not result.passed
     assert "sent 3 tasks, but only 2 of them returned a count" in result.observed
+
+
+def test_a_run_that_changed_workers_only_while_paused_is_not_a_handover(
+    store: SqliteCheckpointer,
+) -> None:
+    # Notebook 08's refund-3 is planned by one worker and, once approved, refunded by
+    # whichever claims it: different processes, but no worker was stopped mid-run.
+    assert not grade("08.3", **w.approved_elsewhere(store))

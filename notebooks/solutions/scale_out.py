@@ -1,0 +1,1 @@
+../scale_out.py
