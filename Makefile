@@ -80,13 +80,14 @@ unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -m browser
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
-# worked solutions too, so every exercise's check is seen passing.
-nbval: $(VENV)/.dev system-deps
+# worked solutions too, so every exercise's check is seen passing. Notebook 08 starts a
+# throwaway PostgreSQL server (unless AGENTNB_POSTGRES_DSN names one): postgres-server.
+nbval: $(VENV)/.dev system-deps postgres-server
 	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
 	  notebooks/*.ipynb notebooks/solutions/*.ipynb
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).
-notebooks: $(VENV)/.dev system-deps
+notebooks: $(VENV)/.dev system-deps postgres-server
 	$(PY) notebooks/regenerate.py
 
 # 4 workers, an approver and a CLI poller on one SQLite file for about a minute; exits 1 on

@@ -8,6 +8,7 @@ Their outputs are compared by nbval in ``make test``; these tests check what nbv
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -250,3 +251,23 @@ def test_a_notebook_runs_offline_without_a_network_request(path: Path) -> None:
     _client(notebook, path).execute()
     report = notebook.cells[-1].outputs[0]["text"]
     assert json.loads(report) == []
+
+
+@pytest.mark.slow
+def test_the_scale_out_notebook_leaves_no_worker_or_server_behind() -> None:
+    path = HERE / "08-scale-out.ipynb"
+    notebook = _read(path)
+    notebook.cells.append(
+        nbformat.v4.new_code_cell(
+            "import json; print(json.dumps({'pids': [p.pid for p in started], "
+            "'server': None if server is None else str(server.root)}))"
+        )
+    )
+    _client(notebook, path).execute()
+    left = json.loads(notebook.cells[-1].outputs[0]["text"])
+    assert len(left["pids"]) == 2  # the demo's two workers (the exercises are not done)
+    for pid in left["pids"]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    if left["server"] is not None:
+        assert not Path(left["server"]).exists()
