@@ -47,6 +47,15 @@ def _open_store(db: str) -> Checkpointer:
     return SqliteCheckpointer(db)
 
 
+def _shown(db: str) -> str:
+    """``--db`` as it may be printed: a PostgreSQL URL without its password."""
+    if db.startswith(POSTGRES_SCHEMES):
+        from agentnb.store.postgres_session import masked
+
+        return masked(db)
+    return db
+
+
 def _open_existing(path: str) -> Checkpointer:
     if path.startswith(POSTGRES_SCHEMES):
         return _open_store(path)
@@ -239,7 +248,8 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         where = f"task {q['task']!r}" + (f" (in subgraph run {q['in']})" if "in" in q else "")
         out.write(f"question {where}: {q['question']}\n")
         out.write(f"  schema {json.dumps(q['schema'], ensure_ascii=False)}\n")
-        out.write(f"  answer agentnb respond {run.run_id} --db {args.db} --value JSON --as NAME")
+        db = _shown(args.db)
+        out.write(f"  answer agentnb respond {run.run_id} --db {db} --value JSON --as NAME")
         out.write(f" --task {q['task']}\n" if len(questions) > 1 else "\n")
     out.write("events\n   seq step  type          node               payload\n")
     for event in events:
@@ -602,7 +612,7 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             raise _UsageError(str(exc)) from None
         names = ", ".join([*worker.workflows, *worker.machines])
         out.write(
-            f"worker {worker.owner}: {names} on {args.db}, {args.concurrency} at once "
+            f"worker {worker.owner}: {names} on {_shown(args.db)}, {args.concurrency} at once "
             f"({'until idle' if args.until_idle else 'SIGTERM or Ctrl-C stops it'})\n"
         )
         out.flush()
@@ -709,6 +719,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except BrokenPipeError:  # `agentnb show ... | head -1`: the reader left, nothing is wrong
+        if out is sys.stdout:  # keep the interpreter's own flush at exit from raising again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentnb import Checkpointer, PostgresCheckpointer, SqliteCheckpointer, Status
+from agentnb import Checkpointer, PostgresCheckpointer, SqliteCheckpointer, StateGraph, Status
 from agentnb.cli import main
 from agentnb.examples import build_refund_workflow
 
@@ -265,3 +265,27 @@ def test_runs_lists_a_subgraphs_run_under_its_parent(tmp_path: Path) -> None:
     assert lines[1].startswith("  └ research@0 ")
     assert "inner" in lines[1]
     assert "completed" in lines[1]
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``agentnb runs --db F | head -1``: the closed pipe is no error and no traceback."""
+    db = tmp_path / "many.sqlite3"
+    with SqliteCheckpointer(db) as store:
+        g = StateGraph("many").add_node("a", lambda s: None).set_entry_point("a")
+        wf = g.compile(store)
+        for _ in range(3000):  # far more than a pipe's buffer holds
+            wf.submit({})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentnb", "runs", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout.readline()  # the first line, then the reader goes away
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err
+    assert "BrokenPipe" not in err

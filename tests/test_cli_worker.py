@@ -66,3 +66,23 @@ def test_a_concurrency_below_one_is_a_usage_error(
     argv = ["worker", "--db", str(tmp_path / "r.sqlite3"), "--workflow", "worker_flows:counted"]
     assert main([*argv, "--concurrency", "0"], io.StringIO()) == 2
     assert "--concurrency must be 1 or more" in capsys.readouterr().err
+
+
+def test_the_worker_command_never_prints_the_servers_password(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urllib.parse import urlsplit
+
+    from agentnb import PostgresCheckpointer
+
+    password = urlsplit(pg_dsn).password
+    assert password  # the test servers ask for one over TCP
+    monkeypatch.setenv("AGENTNB_EXEC_LOG", str(tmp_path / "executed.log"))
+    with PostgresCheckpointer(pg_dsn) as store:
+        worker_flows.counted(store).submit({})
+    out = io.StringIO()
+    argv = ["worker", "--db", pg_dsn, "--workflow", "worker_flows:counted", "--until-idle"]
+    assert main(argv, out) == 0
+    assert "1 claimed, 1 completed" in out.getvalue()
+    assert password not in out.getvalue()
+    assert ":***@" in out.getvalue()
