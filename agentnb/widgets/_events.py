@@ -32,7 +32,9 @@ __all__ = [
     "overlay_payload",
     "pending_payload",
     "run_error_text",
+    "settled_at",
     "short",
+    "stream_text",
     "summarize",
 ]
 
@@ -52,6 +54,11 @@ def short(value: Any, limit: int = 48) -> str:
     except (TypeError, ValueError):  # a custom event payload the store accepted as text
         text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stream_text(items: Iterable[Any]) -> str:
+    """What a node emitted, as the panel shows it: text as is, anything else as short JSON."""
+    return "".join(item if isinstance(item, str) else short(item, 200) + " " for item in items)
 
 
 def _cut(text: str) -> str:
@@ -100,6 +107,9 @@ def summarize(event: Event) -> str:
         text = f"{p.get('name')}" + (" (recorded result reused)" if kind != "effect" else "")
     elif kind == "cancelled":
         text = f"cancelled ({p.get('reason')})"
+    elif isinstance(p.get("data"), list) and isinstance(p.get("count"), int):
+        # What a node streamed (ctx.emit), kept as one record at the end of its step.
+        text = f"{p['count']} emitted: {stream_text(p['data'])}"
     else:
         text = short(p, SUMMARY_LIMIT)
     return _cut(text)
@@ -117,9 +127,14 @@ def event_row(event: Event) -> dict[str, Any]:
     }
 
 
+def settled_at(event: Event, step: int) -> bool:
+    """Whether ``event`` describes the run as it stood after ``step`` nodes."""
+    return event.step < step or (event.step == step and event.type in _SETTLED)
+
+
 def events_until(events: Iterable[Event], step: int) -> list[Event]:
     """The events that describe the run as it stood after ``step`` nodes (for time travel)."""
-    return [e for e in events if e.step < step or (e.step == step and e.type in _SETTLED)]
+    return [e for e in events if settled_at(e, step)]
 
 
 def last_delta(events: Sequence[Event]) -> dict[str, Any]:
