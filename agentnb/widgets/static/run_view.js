@@ -3,10 +3,20 @@
 // Shared helpers (h, button, clock, safeClass, viewId, the drawing, renderTree, viz.js once
 // per page) come from live.js, which agentnb.widgets._live.static_text puts before this
 // file; its rules hold here too (user data as text only, the drawing lit by classes).
-// The whole event log lives here (sent in batches), not in a synced trait.
+//
+// The event log is virtual: the kernel says how many rows there are (in all and per type)
+// and sends the newest; this view asks for the rows it scrolls to ("rows" messages) and
+// keeps a bounded cache of them. Only the rows in view are in the DOM, at a fixed height,
+// repainted at most once per animation frame — a run of 100,000 events costs a dozen rows.
+// What a running node emits (ctx.emit) arrives as "tokens" batches, appended per frame.
 
-const MAX_LOG_ROWS = 1000; // rows in the DOM; every event stays in memory and in the filter
 const HISTORY_DEBOUNCE_MS = 120;
+const ROW_PX = 18;          // every log row's height (CSS .rv-log-row says the same)
+const MAX_SCROLL_PX = 8e6;  // past this the scroll range is scaled (browsers cap heights)
+const PAGE_ROWS = 200;      // rows asked for at once (the kernel's page)
+const CACHE_ROWS = 2000;    // rows kept here; the farthest from the view go first
+const STREAM_ROWS = 6;      // streamed-text rows shown; the oldest ended ones go first
+const STREAM_CHARS = 4000;  // characters of a streamed row kept (the newest)
 
 // -- the view ----------------------------------------------------------------------------
 
@@ -131,15 +141,23 @@ function render({ model, el }) {
   const logCount = h("span", "rv-log-count", "Events");
   const filter = h("select", "rv-filter");
   filter.setAttribute("aria-label", "filter events by type");
-  const hiddenNote = h("div", "rv-log-hidden");
-  const rowsBox = h("div", "rv-log-rows");
+  const streams = h("div", "rv-streams");  // what running nodes emit, as it comes
+  streams.hidden = true;
+  const rowsBox = h("div", "rv-log-rows");  // the scroller
+  const spacer = h("div", "rv-log-spacer");  // as tall as every row of the filter
+  const shownRows = h("div", "rv-log-view");  // the rows in view, moved with the scroll
+  spacer.append(shownRows);
+  rowsBox.append(spacer);
   logHead.append(logCount, filter);
-  logBox.append(logHead, hiddenNote, rowsBox);
+  logBox.append(logHead, streams, rowsBox);
 
   root.append(head, errorBox, noticeBox, bar, main, logBox);
 
   // -- state kept by this view --
-  const log = { rows: [], seqs: new Set(), types: new Set(), lastSeq: 0 };
+  // total/counts: what the kernel last said; cache: row index (in the filter) -> row.
+  const log = { total: 0, counts: {}, cache: new Map(), asked: null, answered: null, req: 0 };
+  const streamRows = new Map();  // row id -> {el, text, textEl, metaEl, data}
+  let painting = 0;  // a repaint is scheduled for the next animation frame
   const openPaths = new Map();
   let history = null; // {step, state, changed, overlay, node} while time travelling
   let historyTimer = null;
@@ -180,42 +198,96 @@ function render({ model, el }) {
   }
 
   // -- log --
-  function rowEl(r) {
-    const row = h("div", "rv-log-row");
+  function fillRow(row, r) {
+    row.className = "rv-log-row";
+    if (!r) {  // asked for, not here yet
+      row.classList.add("is-loading");
+      row.dataset.seq = ""; row.dataset.i = "";
+      for (const span of row.children) span.textContent = "";
+      row.lastElementChild.textContent = "…";
+      return;
+    }
+    row.classList.add(`t-${safeClass(r.type)}`);
     row.dataset.type = r.type;
     row.dataset.seq = String(r.seq);
-    row.classList.add(`t-${safeClass(r.type)}`);
-    row.append(
-      h("span", "rv-seq", `#${r.seq}`),
-      h("span", "rv-stepno", `step ${r.step}`),
-      h("span", "rv-type", r.type),
-      h("span", "rv-node", r.node == null ? "" : r.node),
-      h("span", "rv-time", clock(r.at)),
-      h("span", "rv-sum", r.summary),
-    );
+    const texts = [`#${r.seq}`, `step ${r.step}`, r.type, r.node == null ? "" : r.node, clock(r.at), r.summary];
+    texts.forEach((t, k) => { row.children[k].textContent = t; });
+  }
+
+  function newRow() {
+    const row = h("div", "rv-log-row");
+    for (const c of ["rv-seq", "rv-stepno", "rv-type", "rv-node", "rv-time", "rv-sum"]) row.append(h("span", c));
     return row;
   }
 
-  function matches(r) {
-    return !filter.value || r.type === filter.value;
+  const size = () => (filter.value ? log.counts[filter.value] || 0 : log.total);
+
+  // Which rows the scroll position shows; past MAX_SCROLL_PX the range is scaled.
+  function viewRange() {
+    const n = size();
+    const visible = Math.max(1, Math.ceil(rowsBox.clientHeight / ROW_PX) + 1);
+    const full = n * ROW_PX;
+    const height = Math.min(full, MAX_SCROLL_PX);
+    const room = Math.max(1, height - rowsBox.clientHeight);
+    const top = Math.min(rowsBox.scrollTop, room);
+    const first = full <= MAX_SCROLL_PX
+      ? Math.floor(top / ROW_PX)
+      : Math.round((top / room) * Math.max(0, n - visible + 1));
+    const offset = full <= MAX_SCROLL_PX ? top - (top % ROW_PX) : top;
+    return { n, first: Math.max(0, Math.min(first, Math.max(0, n - 1))), visible, height, offset };
+  }
+
+  function paint() {
+    painting = 0;
+    const { n, first, visible, height, offset } = viewRange();
+    spacer.style.height = `${height}px`;
+    shownRows.style.transform = `translateY(${offset}px)`;
+    const last = Math.min(n, first + visible);
+    while (shownRows.childElementCount < last - first) shownRows.append(newRow());
+    while (shownRows.childElementCount > last - first) shownRows.lastElementChild.remove();
+    let missing = -1;
+    for (let i = first; i < last; i++) {
+      const row = shownRows.children[i - first];
+      const r = log.cache.get(i);
+      fillRow(row, r);
+      row.dataset.i = String(i);
+      if (!r && missing < 0) missing = i;
+    }
+    root.dataset.logFirst = String(first);
+    root.dataset.logRows = String(last - first);
+    if (missing >= 0) ask(missing, first, last);
+  }
+
+  function schedule() {
+    if (!painting) painting = requestAnimationFrame(paint);
+  }
+
+  // Ask the kernel for the rows around the view, once per range (it answers the latest).
+  function ask(missing, first, last) {
+    const kind = filter.value;
+    const covers = (a) => a && a.filter === kind && a.start <= missing && missing < a.start + PAGE_ROWS;
+    if (covers(log.asked)) return;  // on its way
+    // Answered already and still missing: the kernel has no more there until the log grows.
+    if (covers(log.answered) && log.answered.total === log.total) return;
+    const start = Math.max(0, missing - PAGE_ROWS / 4);
+    log.req += 1;
+    log.asked = { filter: kind, start, req: log.req };
+    model.send({ kind: "rows", view: id, filter: kind, start, count: PAGE_ROWS, req: log.req });
+  }
+
+  // Keep the cache bounded: the rows farthest from the view go.
+  function trimCache(first) {
+    if (log.cache.size <= CACHE_ROWS) return;
+    const keys = [...log.cache.keys()].sort((a, b) => Math.abs(b - first) - Math.abs(a - first));
+    for (const k of keys.slice(0, log.cache.size - CACHE_ROWS)) log.cache.delete(k);
   }
 
   function atBottom() {
-    return rowsBox.scrollHeight - rowsBox.scrollTop - rowsBox.clientHeight < 8;
+    return rowsBox.scrollHeight - rowsBox.scrollTop - rowsBox.clientHeight < ROW_PX;
   }
 
-  function updateHiddenNote() {
-    const matching = filter.value ? log.rows.filter(matches).length : log.rows.length;
-    const hidden = matching - rowsBox.childElementCount;
-    hiddenNote.textContent = hidden > 0 ? `${hidden} earlier events not shown (filter to see them)` : "";
-  }
-
-  function renderLog() {
-    const shown = log.rows.filter(matches);
-    const frag = document.createDocumentFragment();
-    for (const r of shown.slice(Math.max(0, shown.length - MAX_LOG_ROWS))) frag.append(rowEl(r));
-    rowsBox.replaceChildren(frag);
-    updateHiddenNote();
+  function toBottom() {
+    spacer.style.height = `${viewRange().height}px`;
     rowsBox.scrollTop = rowsBox.scrollHeight;
   }
 
@@ -223,48 +295,95 @@ function render({ model, el }) {
     const current = filter.value;
     const options = [h("option", null, `all types`)];
     options[0].value = "";
-    for (const t of [...log.types].sort()) {
-      const o = h("option", null, t);
+    for (const t of Object.keys(log.counts).sort()) {
+      const o = h("option", null, `${t} (${log.counts[t]})`);
       o.value = t;
       options.push(o);
     }
     filter.replaceChildren(...options);
-    filter.value = log.types.has(current) ? current : "";
+    filter.value = Object.prototype.hasOwnProperty.call(log.counts, current) ? current : "";
   }
 
   function onEvents(msg) {
-    const fresh = [];
-    let ordered = true;
-    if (msg.reset) { log.rows = []; log.seqs = new Set(); log.lastSeq = 0; }
-    for (const r of msg.events || []) {
-      if (log.seqs.has(r.seq)) continue;
-      if (r.seq < log.lastSeq) ordered = false;
-      log.seqs.add(r.seq);
-      log.rows.push(r);
-      log.lastSeq = Math.max(log.lastSeq, r.seq);
-      fresh.push(r);
+    const follow = msg.reset || atBottom();
+    const typesBefore = Object.keys(log.counts).join("\u0000");
+    if (msg.reset) { log.cache = new Map(); log.asked = log.answered = null; }
+    log.total = msg.total;
+    log.counts = msg.counts || {};
+    // The newest rows: their places in the filter are known from the end.
+    const kind = filter.value;
+    const rows = (msg.events || []).filter((r) => !kind || r.type === kind);
+    const n = size();
+    rows.forEach((r, k) => log.cache.set(kind ? n - rows.length + k : r.i, r));
+    if (Object.keys(log.counts).join("\u0000") !== typesBefore) updateFilter();
+    else for (const o of filter.options) if (o.value) o.textContent = `${o.value} (${log.counts[o.value] || 0})`;
+    logCount.textContent = `Events (${log.total})`;
+    root.dataset.events = String(log.total);
+    if (follow) toBottom();
+    trimCache(viewRange().first);
+    schedule();
+  }
+
+  function onRows(msg) {
+    if (msg.filter !== filter.value) return;  // asked before the filter changed
+    if (log.asked && msg.req === log.asked.req) log.asked = null;
+    log.answered = { filter: msg.filter, start: msg.start, total: log.total };
+    msg.rows.forEach((r, k) => log.cache.set(msg.start + k, r));
+    trimCache(viewRange().first);
+    schedule();
+  }
+
+  rowsBox.addEventListener("scroll", schedule, { passive: true });
+  const resized = new ResizeObserver(schedule);
+  resized.observe(rowsBox);
+  filter.addEventListener("change", () => {
+    log.cache = new Map(); log.asked = log.answered = null;
+    toBottom();
+    schedule();
+  });
+
+  // -- what running nodes emit, appended once per frame --
+  let streamPaint = 0;
+  const streamQueue = [];
+  function onTokens(msg) {
+    if (msg.reset) {
+      for (const s of streamRows.values()) s.el.remove();
+      streamRows.clear();
     }
-    let newType = false;
-    for (const r of fresh) if (!log.types.has(r.type)) { log.types.add(r.type); newType = true; }
-    if (newType) updateFilter();
-    logCount.textContent = `Events (${log.rows.length})`;
-    root.dataset.events = String(log.rows.length);
-    if (msg.reset || !ordered) {
-      log.rows.sort((a, b) => a.seq - b.seq);
-      renderLog();
-      return;
+    streamQueue.push(...(msg.rows || []));
+    root.dataset.unshownStreams = String(msg.unshown || 0);
+    if (!streamPaint) streamPaint = requestAnimationFrame(paintStreams);
+  }
+
+  function paintStreams() {
+    streamPaint = 0;
+    for (const d of streamQueue.splice(0)) {
+      let s = streamRows.get(d.id);
+      if (!s) {
+        const el = h("div", "rv-stream-row");
+        const metaEl = h("span", "rv-stream-meta");
+        const textEl = h("span", "rv-stream-text");
+        el.append(h("span", "rv-node", d.node), h("span", "rv-type", d.kind), metaEl, textEl);
+        el.dataset.task = d.task;
+        s = { el, metaEl, textEl, text: "" };
+        streamRows.set(d.id, s);
+        streams.append(el);
+      }
+      s.text = ((d.reset ? "" : s.text) + d.append).slice(-STREAM_CHARS);
+      const elided = d.chars - s.text.length;
+      s.metaEl.textContent = `${d.items} emitted${elided > 0 ? ` · ${elided} earlier characters not shown` : ""}`;
+      s.textEl.textContent = s.text;
+      s.el.classList.toggle("is-done", !!d.done);
+      s.el.dataset.items = String(d.items);
+      s.el.dataset.chars = String(d.chars);
     }
-    const follow = atBottom();
-    const shown = fresh.filter(matches);
-    // Build only rows that will stay: a batch of thousands keeps just its newest ones.
-    const frag = document.createDocumentFragment();
-    for (const r of shown.slice(Math.max(0, shown.length - MAX_LOG_ROWS))) frag.append(rowEl(r));
-    if (shown.length >= MAX_LOG_ROWS) rowsBox.replaceChildren(frag);
-    else rowsBox.append(frag);
-    let extra = rowsBox.childElementCount - MAX_LOG_ROWS;
-    while (extra-- > 0) rowsBox.firstElementChild.remove();
-    updateHiddenNote();
-    if (follow) rowsBox.scrollTop = rowsBox.scrollHeight;
+    // Bounded: the oldest rows that ended go first.
+    for (const [key, s] of streamRows) {
+      if (streamRows.size <= STREAM_ROWS) break;
+      if (s.el.classList.contains("is-done")) { s.el.remove(); streamRows.delete(key); }
+    }
+    streams.hidden = streamRows.size === 0;
+    root.dataset.streams = String(streamRows.size);
   }
 
   // -- state, approval, controls --
@@ -376,7 +495,6 @@ function render({ model, el }) {
     }, HISTORY_DEBOUNCE_MS);
   });
   liveBtn.addEventListener("click", goLive);
-  filter.addEventListener("change", renderLog);
   stepBtn.addEventListener("click", () => model.send({ kind: "step" }));
   runBtn.addEventListener("click", () => model.send({ kind: "run" }));
   stopBtn.addEventListener("click", () => model.send({ kind: "stop" }));
@@ -429,6 +547,8 @@ function render({ model, el }) {
   function onMsg(msg, buffers) {
     if (!msg || (msg.view && msg.view !== id)) return;
     if (msg.kind === "events") onEvents(msg);
+    else if (msg.kind === "rows") onRows(msg);
+    else if (msg.kind === "tokens") onTokens(msg);
     else if (msg.kind === "diagram") drawing.show(msg);
     else if (msg.kind === "viz_js" && buffers && buffers.length) acceptViz(buffers[0]);
     else if (msg.kind === "history" && Number(slider.value) === msg.step) {
@@ -455,6 +575,8 @@ function render({ model, el }) {
   return () => {
     drawing.disposed = true;
     clearTimeout(historyTimer);
+    cancelAnimationFrame(painting); cancelAnimationFrame(streamPaint);
+    resized.disconnect();
     for (const [name, fn] of Object.entries(handlers)) model.off(name, fn);
     try { model.send({ kind: "bye", view: id }); } catch (_) { /* the kernel is gone */ }
   };
