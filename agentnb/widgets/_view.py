@@ -16,6 +16,8 @@ Messages (``model.send`` in the browser, handled by :meth:`RunView._on_msg`)::
     {"kind": "history", "view": id, "step": k}   state and overlay after k nodes
     {"kind": "rows", "view": id, "filter": type, "start": i, "count": n, "req": r}
                                        rows i .. i+n of the log (filtered), read from the store
+    {"kind": "collapse", "view": id, "collapsed": [cluster id, ...]}
+                                       redraw with those subgraph clusters folded to one node
     {"kind": "viz_js"}                 send Graphviz-in-WebAssembly (once per page)
 
 The log is never sent whole: a view hears the totals and the newest rows (``events``), and
@@ -45,6 +47,7 @@ from agentnb.widgets._events import (
     pending_payload,
     run_error_text,
 )
+from agentnb.widgets._inside import Inside
 from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
 from agentnb.widgets._log import PAGE, RunLog, rows_of
 from agentnb.widgets._snapshot import snapshot_bundle
@@ -55,6 +58,7 @@ __all__ = ["RunView", "view"]
 _DECISION_EVENTS = frozenset({EventType.APPROVED, EventType.REJECTED})
 _PAUSE_EVENTS = _DECISION_EVENTS | {EventType.INTERRUPTED}  # they change `decided`
 # A task's result (or its end) is committed: what it streamed is complete.
+_DRAWINGS = 8  # drawings kept, one per set of folded clusters a view asked for
 _TASK_ENDS = frozenset({EventType.STATE_UPDATE, EventType.FAILED, EventType.INTERRUPTED})
 
 
@@ -140,13 +144,15 @@ class RunView(LiveView):
         self._approved_seq = 0  # the last approved event
         self._step = -1
         self._overlay_running: str | None = None
-        self._drawing: dict[str, Any] | None = None
+        self._drawings: dict[frozenset[str], dict[str, Any]] = {}  # by the clusters folded
         self._live = False  # live batches start once the relay runs; views replay before
         # What each view asked for last (kernel thread writes, relay thread serves): a view
         # scrolling or dragging fast is answered its latest request, not every one.
         self._wanted_rows: dict[str, dict[str, Any]] = {}
         self._wanted_step: dict[str, int] = {}
         self._tokens = TokenRows()
+        self._inside = Inside(run)
+        self._overlay: dict[str, Any] = {}
         self._start_relay(
             max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-view-{run.run_id[:8]}"
         )
@@ -228,8 +234,14 @@ class RunView(LiveView):
             self.max_steps = record.max_steps
             self.busy = busy
             if moved:
-                self.overlay = overlay_payload(log.fold.overlay(), running)
+                self._overlay = overlay_payload(log.fold.overlay(), running)
                 self._overlay_running = running
+            if moved or self._inside.subgraphs:
+                # A child run moves without its parent's log: looked at on every refresh.
+                inside = self._inside.payload(self._overlay) if self._inside.subgraphs else {}
+                shown = {**self._overlay, "inside": inside}
+                if shown != self.overlay:
+                    self.overlay = shown
             if state is not None:
                 self.state = state
                 self.changed = list(log.last_delta)
@@ -270,13 +282,21 @@ class RunView(LiveView):
 
     def _replay(self, view_id: str) -> None:
         """Send one view the drawing, the log's totals and newest rows, and live streams."""
-        if self._drawing is None:
-            self._drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id)
-        self._post({**self._drawing, "view": view_id})
+        self._post({**self._drawing(frozenset()), "view": view_id})
         newest = list(self._log.recent)[-PAGE:]
         self._post({"kind": "events", "view": view_id, "reset": True, **self._log_news(newest)})
         rows = self._tokens.snapshot()
         self._post({"kind": "tokens", "view": view_id, "reset": True, "rows": rows})
+
+    def _drawing(self, collapsed: frozenset[str]) -> dict[str, Any]:
+        """The drawing with ``collapsed`` folded; each laid out once (a few kept)."""
+        drawing = self._drawings.get(collapsed)
+        if drawing is None:
+            if len(self._drawings) >= _DRAWINGS:
+                del self._drawings[next(iter(self._drawings))]
+            drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id, collapsed)
+            self._drawings[collapsed] = drawing
+        return drawing
 
     def _serve_rows(self, view_id: str) -> None:
         """Relay thread: the rows the view asked for last (read from the store)."""
@@ -345,6 +365,11 @@ class RunView(LiveView):
             if isinstance(step, int) and 0 <= step <= self.step:
                 self._wanted_step[view_id] = step
                 self._relay.submit(lambda: self._history(view_id))
+        elif kind == "collapse":
+            folded = content.get("collapsed")
+            if isinstance(folded, list) and all(isinstance(c, str) for c in folded):
+                chosen = frozenset(folded)
+                self._relay.submit(lambda: self._post({**self._drawing(chosen), "view": view_id}))
         elif kind == "rows":
             asked = _rows_request(content)
             if asked is not None:

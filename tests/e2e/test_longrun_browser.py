@@ -90,9 +90,7 @@ def test_a_100k_event_log_shows_the_right_rows_at_the_end_middle_and_start(
     view.screenshot(path=ARTIFACTS / "runview-100k-events.png")
 
 
-def test_the_filter_counts_and_pages_one_type_of_a_100k_event_log(
-    page: Any, lab: Lab
-) -> None:
+def test_the_filter_counts_and_pages_one_type_of_a_100k_event_log(page: Any, lab: Lab) -> None:
     view = run_widget(page, "long path")
     with SqliteCheckpointer(lab.root / "longrun.sqlite3") as store:
         updates = [e.seq for e in store.events("long-run") if e.type == "state_update"]
@@ -146,3 +144,48 @@ def test_a_node_streaming_1000_tokens_a_second_fills_its_row_as_it_runs(
     assert "earlier characters not shown" in row.locator(".rv-stream-meta").inner_text()
     assert view.locator(".rv-stream-row").count() == 1
     view.screenshot(path=ARTIFACTS / "runview-streamed-tokens.png")
+
+
+LIT = """([el, name]) => {
+    const g = [...el.querySelectorAll("g.agentnb-node")].find(g => g.dataset.name === name);
+    return g ? [...g.classList].filter(c => c.startsWith("is-")).sort() : null;
+}"""
+
+
+def lit(view: Any, name: str) -> list[str] | None:
+    """The state classes of the node drawn as ``name`` (None when it is not drawn)."""
+    found = view.evaluate(f"(el, name) => ({LIT})([el, name])", name)
+    return None if found is None else list(found)
+
+
+def test_a_subgraph_folds_to_its_node_which_stays_lit_for_what_runs_inside(
+    page: Any,
+) -> None:
+    view = run_widget(page, "subgraph path")
+    view.get_by_role("button", name="Run").click()
+    expect(view).to_have_attribute("data-status", "pending", timeout=30_000)
+    # Paused inside the subgraph: its inner node is lit where it is drawn, in the box.
+    wait_for(
+        lambda: "is-pending" in (lit(view, "research/summarize") or []),
+        30,
+        "the inner pause",
+        page=page,
+    )
+    assert "is-visited" in (lit(view, "research/search") or [])
+    assert view.locator("text.rv-fold").count() == 1
+    view.screenshot(path=ARTIFACTS / "runview-subgraph-open.png")
+
+    view.locator("text.rv-fold").click()
+    expect(view).to_have_attribute("data-collapsed", "research:subgraph", timeout=30_000)
+    assert lit(view, "research/search") is None  # the box and what it held are gone
+    assert lit(view, "research/summarize") is None
+    folded = lit(view, "research") or []
+    assert {"is-collapsed", "is-pending", "is-current"} <= set(folded), folded
+    label = view.locator("g.agentnb-node.is-collapsed").evaluate("g => g.textContent")
+    assert "research ⊞ 2 inside" in label
+    view.screenshot(path=ARTIFACTS / "runview-subgraph-folded.png")
+
+    view.locator("g.agentnb-node.is-collapsed").click()
+    expect(view).to_have_attribute("data-collapsed", "", timeout=30_000)
+    assert "is-pending" in (lit(view, "research/summarize") or [])
+    assert "is-collapsed" not in (lit(view, "research") or [])

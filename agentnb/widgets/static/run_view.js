@@ -166,27 +166,77 @@ function render({ model, el }) {
   // -- drawing --
   const drawing = createDrawing({
     model, root, box: drawingBox, ns: "rv",
-    onShown: () => applyOverlay(),
+    onShown: (msg) => { wireFolds(msg); applyOverlay(); },
     onError: (text) => { localError = text; updateError(); },
   });
 
+  // Subgraph clusters fold to their node and unfold again (a click on the box's label, or
+  // on the folded node). The kernel lays the folded drawing out once per set of folds; live
+  // progress still only toggles classes, and a folded node is lit for what runs inside it.
+  const collapsed = new Set();  // cluster ids this view folded
+  let folded = new Map();  // a folded subgraph's node name -> its cluster id
+  const own = (map, key) => Object.prototype.hasOwnProperty.call(map || {}, key);
+
+  function toggleFold(cluster) {
+    if (collapsed.has(cluster)) collapsed.delete(cluster); else collapsed.add(cluster);
+    root.dataset.folding = "true";
+    model.send({ kind: "collapse", view: id, collapsed: [...collapsed].sort() });
+  }
+
+  function wireFolds(msg) {
+    folded = new Map();
+    const byId = (dom) => [...drawingBox.querySelectorAll("g[id]")].find((g) => g.id === dom);
+    for (const [dom, cluster] of Object.entries(msg.collapsible || {})) {
+      const g = byId(dom);
+      const label = g && g.querySelector(":scope > text");
+      if (!label) continue;
+      label.classList.add("rv-fold");
+      label.addEventListener("click", () => toggleFold(cluster));
+      g.dataset.fold = cluster;
+    }
+    for (const [dom, cluster] of Object.entries(msg.collapsed || {})) {
+      const g = byId(dom);
+      if (!g || !own(msg.nodes, dom)) continue;
+      folded.set(msg.nodes[dom], cluster);
+      g.classList.add("is-collapsed");
+      g.dataset.fold = cluster;
+      g.addEventListener("click", () => toggleFold(cluster));
+    }
+    root.dataset.folding = "";
+    root.dataset.collapsed = [...folded.values()].sort().join(" ");
+  }
+
+  // The name a node is drawn as: inside a folded subgraph, that subgraph's node.
+  function shownAs(name) {
+    if (typeof name !== "string") return name;
+    for (const anchor of folded.keys()) if (name.startsWith(`${anchor}/`)) return anchor;
+    return name;
+  }
+
   function applyOverlay() {
     const ov = (history ? history.overlay : model.get("overlay")) || {};
-    const visited = new Set(ov.visited || []);
-    const lit = new Set(ov.active || []);  // every task of a superstep, when several
+    const inside = ov.inside || {};  // what the child runs of lit subgraph nodes are doing
+    const named = (list) => new Set((list || []).map(shownAs));
+    const visited = named([...(ov.visited || []), ...(inside.visited || [])]);
+    // Every task of a superstep, when several; and the nodes running inside subgraphs.
+    const lit = named([...(ov.active || []), ...(inside.current || []), ov.current]);
+    const pending = named([ov.pending, ...(inside.pending || [])]);
+    const failed = named([ov.failed, ...(inside.failed || [])]);
+    const running = shownAs(ov.running);
+    const rejected = shownAs(ov.rejected);
     for (const [name, gs] of drawing.nodes) {
       for (const g of gs) {
         g.classList.toggle("is-visited", visited.has(name));
-        g.classList.toggle(
-          "is-current", (ov.current === name || lit.has(name)) && ov.status !== "completed");
-        g.classList.toggle("is-running", ov.running === name);
-        g.classList.toggle("is-pending", ov.pending === name);
-        g.classList.toggle("is-failed", ov.failed === name);
-        g.classList.toggle("is-rejected", ov.rejected === name);
+        g.classList.toggle("is-current", lit.has(name) && ov.status !== "completed");
+        g.classList.toggle("is-running", running === name);
+        g.classList.toggle("is-pending", pending.has(name));
+        g.classList.toggle("is-failed", failed.has(name));
+        g.classList.toggle("is-rejected", rejected === name);
         g.classList.toggle("is-completed", name === "END" && ov.status === "completed");
       }
     }
-    const counts = new Map((ov.traversed || []).map(([s, t, n]) => [`${s}\u0000${t}`, n]));
+    const taken = [...(ov.traversed || []), ...(inside.traversed || [])];
+    const counts = new Map(taken.map(([s, t, n]) => [`${s}\u0000${t}`, n]));
     const last = ov.last ? `${ov.last[0]}\u0000${ov.last[1]}` : null;
     for (const { source, target, g } of drawing.edges) {
       const key = `${source}\u0000${target}`;
