@@ -37,8 +37,10 @@ from typing import Any
 
 import traitlets
 
+from agentnb.errors import StoreError
 from agentnb.graph.run import Run
-from agentnb.store.records import Event, EventType, Status
+from agentnb.store.history import LazyCheckpoint
+from agentnb.store.records import Checkpoint, Event, EventType, Status
 from agentnb.widgets._controls import Controls, running_loop
 from agentnb.widgets._drawing import drawing_payload
 from agentnb.widgets._events import (
@@ -322,11 +324,14 @@ class RunView(LiveView):
         step = self._wanted_step.pop(view_id, None)
         if step is None:
             return
-        history = self.run.history()  # listed without a state; the item read is one read
-        at = bisect.bisect_right(history.steps, step) - 1
-        if at < 0:
-            return
-        item = history[at]
+        try:  # one read: what run.history()[step].state reads, without listing the run
+            item: Checkpoint | LazyCheckpoint = self._store.checkpoint(self.run_id, step)
+        except StoreError:  # no checkpoint of its own: the one before it, from the listing
+            history = self.run.history()
+            at = bisect.bisect_right(history.steps, step) - 1
+            if at < 0:
+                return
+            item = history[at]
         fold, delta = self._log.overlay_at(item.step)
         self._post(
             {

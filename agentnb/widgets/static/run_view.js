@@ -22,6 +22,7 @@ const STREAM_CHARS = 4000;  // characters of a streamed row kept (the newest)
 
 function render({ model, el }) {
   const id = viewId();
+  const born = performance.now();  // for data-first-paint-ms (bench/bench_widget.py)
   const root = h("div", "agentnb-rv");
   el.append(root);
 
@@ -166,7 +167,7 @@ function render({ model, el }) {
   // -- drawing --
   const drawing = createDrawing({
     model, root, box: drawingBox, ns: "rv",
-    onShown: (msg) => { wireFolds(msg); applyOverlay(); },
+    onShown: (msg) => { wireFolds(msg); applyOverlay(); schedule(); },
     onError: (text) => { localError = text; updateError(); },
   });
 
@@ -305,7 +306,15 @@ function render({ model, el }) {
     }
     root.dataset.logFirst = String(first);
     root.dataset.logRows = String(last - first);
+    root.dataset.logLoading = missing >= 0 ? "true" : "";
     if (missing >= 0) ask(missing, first, last);
+    else firstPaint();
+  }
+
+  // How long the view took to show its drawing and a full screen of log rows, once.
+  function firstPaint() {
+    if (root.dataset.firstPaintMs || root.dataset.drawn !== "true" || !log.total) return;
+    root.dataset.firstPaintMs = (performance.now() - born).toFixed(1);
   }
 
   function schedule() {
