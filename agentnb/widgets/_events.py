@@ -19,14 +19,13 @@ from typing import Any
 from agentnb.graph.workflow import Workflow
 from agentnb.render.extract import overlay_from_events
 from agentnb.render.model import Overlay
-from agentnb.store.records import Checkpoint, Event, RunRecord, Status
+from agentnb.store.records import Event, RunRecord, Status
 
 __all__ = [
     "SUMMARY_LIMIT",
     "decided_payload",
     "event_row",
     "events_until",
-    "history_payload",
     "last_delta",
     "overlay_at",
     "overlay_payload",
@@ -249,18 +248,3 @@ def run_error_text(record: RunRecord) -> str:
     error = record.error
     where = f" at {error.get('node')!s}" if error.get("node") else ""
     return f"The run failed{where}: {error.get('type')}: {error.get('message')}"
-
-
-def history_payload(
-    events: Sequence[Event], workflow: Workflow, checkpoint: Checkpoint
-) -> dict[str, Any]:
-    """The ``history`` message: the state and overlay after ``checkpoint.step`` nodes."""
-    step = checkpoint.step
-    return {
-        "kind": "history",
-        "step": step,
-        "node": checkpoint.node,
-        "state": checkpoint.state,
-        "changed": list(last_delta([e for e in events if e.step == step])),
-        "overlay": overlay_at(events, workflow, step),
-    }
