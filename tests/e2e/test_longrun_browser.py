@@ -118,28 +118,38 @@ def test_the_history_slider_loads_one_step_of_a_50k_step_run(page: Any) -> None:
     expect(view).to_have_attribute("data-history", "live")
 
 
+# Every change of the stream row, recorded in the page as it happens: (items, ended, status).
+WATCH_STREAM = """(el) => {
+    window.__stream = [];
+    const seen = () => {
+        const r = el.querySelector(".rv-stream-row");
+        if (r) window.__stream.push(
+            [Number(r.dataset.items), r.classList.contains("is-done"), el.dataset.status]);
+    };
+    new MutationObserver(seen).observe(el, {
+        subtree: true, attributes: true, attributeFilter: ["data-items", "class", "data-status"]});
+}"""
+
+
 def test_a_node_streaming_1000_tokens_a_second_fills_its_row_as_it_runs(
     page: Any, lab: Lab
 ) -> None:
     view = run_widget(page, "stream path")
+    view.evaluate(WATCH_STREAM)
     view.get_by_role("button", name="Run").click()
-    row = view.locator(".rv-stream-row")
-    expect(row).to_have_count(1, timeout=30_000)
-    items = lambda: int(row.get_attribute("data-items") or 0)  # noqa: E731
-    wait_for(lambda: items() > 0, 30, "the first tokens", page=page)
-    first = items()
-    # Still running (the node waits for the test), and the row keeps growing.
-    wait_for(lambda: items() >= first + 500, 30, "more tokens", page=page)
-    assert view.get_attribute("data-status") == "running"
-    assert view.get_attribute("data-busy") == "run"
-    lab.kernel_exec(NOTEBOOK, "finish.set()")  # it ends once it has emitted 2,000
     expect(view).to_have_attribute("data-status", "completed", timeout=60_000)
+    row = view.locator(".rv-stream-row")
     expect(row).to_have_class("rv-stream-row is-done", timeout=10_000)
     said = int(lab.kernel_eval(NOTEBOOK, "stream_run.state['said']"))
-    assert said >= 2000
-    assert items() == said
+    assert said > 1000  # 2 s of ten tokens every 10 ms, however slow the machine
+    # The tokens came into the row while the node ran, in many appends, not at its end.
+    changes = page.evaluate("window.__stream")
+    growing = sorted({items for items, done, status in changes if status == "running" and not done})
+    assert len(growing) >= 3, changes
+    assert 0 < growing[0] < growing[-1] < said
+    assert int(row.get_attribute("data-items") or 0) == said
     text = row.locator(".rv-stream-text").inner_text()
-    assert len(text) <= 4000
+    assert len(text) <= 4000  # the newest characters only, and it says so
     assert text.rstrip().endswith(f"t{said - 1}")
     assert "earlier characters not shown" in row.locator(".rv-stream-meta").inner_text()
     assert view.locator(".rv-stream-row").count() == 1
