@@ -95,7 +95,7 @@ class RunView(LiveView):
         >>> view  # in a notebook cell: the live panel  # doctest: +SKIP
     """
 
-    _esm = static_text("live.js", "run_view.js")
+    _esm = static_text("live.js", "run_log.js", "run_view.js")
     _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     run_id = traitlets.Unicode("").tag(sync=True)

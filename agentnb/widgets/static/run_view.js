@@ -1,8 +1,9 @@
 // agentnb RunView: the browser half of agentnb.widgets.RunView (an anywidget ES module).
 //
 // Shared helpers (h, button, clock, safeClass, viewId, the drawing, renderTree, viz.js once
-// per page) come from live.js, which agentnb.widgets._live.static_text puts before this
-// file; its rules hold here too (user data as text only, the drawing lit by classes).
+// per page) come from live.js, and the event log and streamed rows from run_log.js, which
+// agentnb.widgets._live.static_text puts before this file; live.js's rules hold here too
+// (user data as text only, the drawing lit by classes).
 //
 // The event log is virtual: the kernel says how many rows there are (in all and per type)
 // and sends the newest; this view asks for the rows it scrolls to ("rows" messages) and
@@ -11,12 +12,6 @@
 // What a running node emits (ctx.emit) arrives as "tokens" batches, appended per frame.
 
 const HISTORY_DEBOUNCE_MS = 120;
-const ROW_PX = 18;          // every log row's height (CSS .rv-log-row says the same)
-const MAX_SCROLL_PX = 8e6;  // past this the scroll range is scaled (browsers cap heights)
-const PAGE_ROWS = 200;      // rows asked for at once (the kernel's page)
-const CACHE_ROWS = 2000;    // rows kept here; the farthest from the view go first
-const STREAM_ROWS = 6;      // streamed-text rows shown; the oldest ended ones go first
-const STREAM_CHARS = 4000;  // characters of a streamed row kept (the newest)
 
 // -- the view ----------------------------------------------------------------------------
 
@@ -155,10 +150,6 @@ function render({ model, el }) {
   root.append(head, errorBox, noticeBox, bar, main, logBox);
 
   // -- state kept by this view --
-  // total/counts: what the kernel last said; cache: row index (in the filter) -> row.
-  const log = { total: 0, counts: {}, cache: new Map(), asked: null, answered: null, req: 0 };
-  const streamRows = new Map();  // row id -> {el, text, textEl, metaEl, data}
-  let painting = 0;  // a repaint is scheduled for the next animation frame
   const openPaths = new Map();
   let history = null; // {step, state, changed, overlay, node} while time travelling
   let historyTimer = null;
@@ -167,7 +158,7 @@ function render({ model, el }) {
   // -- drawing --
   const drawing = createDrawing({
     model, root, box: drawingBox, ns: "rv",
-    onShown: (msg) => { wireFolds(msg); applyOverlay(); schedule(); },
+    onShown: (msg) => { wireFolds(msg); applyOverlay(); log.schedule(); },
     onError: (text) => { localError = text; updateError(); },
   });
 
@@ -248,202 +239,15 @@ function render({ model, el }) {
     root.dataset.overlay = ov.status || "";
   }
 
-  // -- log --
-  function fillRow(row, r) {
-    row.className = "rv-log-row";
-    if (!r) {  // asked for, not here yet
-      row.classList.add("is-loading");
-      row.dataset.seq = ""; row.dataset.i = "";
-      for (const span of row.children) span.textContent = "";
-      row.lastElementChild.textContent = "…";
-      return;
-    }
-    row.classList.add(`t-${safeClass(r.type)}`);
-    row.dataset.type = r.type;
-    row.dataset.seq = String(r.seq);
-    const texts = [`#${r.seq}`, `step ${r.step}`, r.type, r.node == null ? "" : r.node, clock(r.at), r.summary];
-    texts.forEach((t, k) => { row.children[k].textContent = t; });
-  }
-
-  function newRow() {
-    const row = h("div", "rv-log-row");
-    for (const c of ["rv-seq", "rv-stepno", "rv-type", "rv-node", "rv-time", "rv-sum"]) row.append(h("span", c));
-    return row;
-  }
-
-  const size = () => (filter.value ? log.counts[filter.value] || 0 : log.total);
-
-  // Which rows the scroll position shows; past MAX_SCROLL_PX the range is scaled.
-  function viewRange() {
-    const n = size();
-    const visible = Math.max(1, Math.ceil(rowsBox.clientHeight / ROW_PX) + 1);
-    const full = n * ROW_PX;
-    const height = Math.min(full, MAX_SCROLL_PX);
-    const room = Math.max(1, height - rowsBox.clientHeight);
-    const top = Math.min(rowsBox.scrollTop, room);
-    const first = full <= MAX_SCROLL_PX
-      ? Math.floor(top / ROW_PX)
-      : Math.round((top / room) * Math.max(0, n - visible + 1));
-    const offset = full <= MAX_SCROLL_PX ? top - (top % ROW_PX) : top;
-    return { n, first: Math.max(0, Math.min(first, Math.max(0, n - 1))), visible, height, offset };
-  }
-
-  function paint() {
-    painting = 0;
-    const { n, first, visible, height, offset } = viewRange();
-    spacer.style.height = `${height}px`;
-    shownRows.style.transform = `translateY(${offset}px)`;
-    const last = Math.min(n, first + visible);
-    while (shownRows.childElementCount < last - first) shownRows.append(newRow());
-    while (shownRows.childElementCount > last - first) shownRows.lastElementChild.remove();
-    let missing = -1;
-    for (let i = first; i < last; i++) {
-      const row = shownRows.children[i - first];
-      const r = log.cache.get(i);
-      fillRow(row, r);
-      row.dataset.i = String(i);
-      if (!r && missing < 0) missing = i;
-    }
-    root.dataset.logFirst = String(first);
-    root.dataset.logRows = String(last - first);
-    root.dataset.logLoading = missing >= 0 ? "true" : "";
-    if (missing >= 0) ask(missing, first, last);
-    else firstPaint();
-  }
-
-  // How long the view took to show its drawing and a full screen of log rows, once.
-  function firstPaint() {
-    if (root.dataset.firstPaintMs || root.dataset.drawn !== "true" || !log.total) return;
-    root.dataset.firstPaintMs = (performance.now() - born).toFixed(1);
-  }
-
-  function schedule() {
-    if (!painting) painting = requestAnimationFrame(paint);
-  }
-
-  // Ask the kernel for the rows around the view, once per range (it answers the latest).
-  function ask(missing, first, last) {
-    const kind = filter.value;
-    const covers = (a) => a && a.filter === kind && a.start <= missing && missing < a.start + PAGE_ROWS;
-    if (covers(log.asked)) return;  // on its way
-    // Answered already and still missing: the kernel has no more there until the log grows.
-    if (covers(log.answered) && log.answered.total === log.total) return;
-    const start = Math.max(0, missing - PAGE_ROWS / 4);
-    log.req += 1;
-    log.asked = { filter: kind, start, req: log.req };
-    model.send({ kind: "rows", view: id, filter: kind, start, count: PAGE_ROWS, req: log.req });
-  }
-
-  // Keep the cache bounded: the rows farthest from the view go.
-  function trimCache(first) {
-    if (log.cache.size <= CACHE_ROWS) return;
-    const keys = [...log.cache.keys()].sort((a, b) => Math.abs(b - first) - Math.abs(a - first));
-    for (const k of keys.slice(0, log.cache.size - CACHE_ROWS)) log.cache.delete(k);
-  }
-
-  function atBottom() {
-    return rowsBox.scrollHeight - rowsBox.scrollTop - rowsBox.clientHeight < ROW_PX;
-  }
-
-  function toBottom() {
-    spacer.style.height = `${viewRange().height}px`;
-    rowsBox.scrollTop = rowsBox.scrollHeight;
-  }
-
-  function updateFilter() {
-    const current = filter.value;
-    const options = [h("option", null, `all types`)];
-    options[0].value = "";
-    for (const t of Object.keys(log.counts).sort()) {
-      const o = h("option", null, `${t} (${log.counts[t]})`);
-      o.value = t;
-      options.push(o);
-    }
-    filter.replaceChildren(...options);
-    filter.value = Object.prototype.hasOwnProperty.call(log.counts, current) ? current : "";
-  }
-
-  function onEvents(msg) {
-    const follow = msg.reset || atBottom();
-    const typesBefore = Object.keys(log.counts).join("\u0000");
-    if (msg.reset) { log.cache = new Map(); log.asked = log.answered = null; }
-    log.total = msg.total;
-    log.counts = msg.counts || {};
-    // The newest rows: their places in the filter are known from the end.
-    const kind = filter.value;
-    const rows = (msg.events || []).filter((r) => !kind || r.type === kind);
-    const n = size();
-    rows.forEach((r, k) => log.cache.set(kind ? n - rows.length + k : r.i, r));
-    if (Object.keys(log.counts).join("\u0000") !== typesBefore) updateFilter();
-    else for (const o of filter.options) if (o.value) o.textContent = `${o.value} (${log.counts[o.value] || 0})`;
-    logCount.textContent = `Events (${log.total})`;
-    root.dataset.events = String(log.total);
-    if (follow) toBottom();
-    trimCache(viewRange().first);
-    schedule();
-  }
-
-  function onRows(msg) {
-    if (msg.filter !== filter.value) return;  // asked before the filter changed
-    if (log.asked && msg.req === log.asked.req) log.asked = null;
-    log.answered = { filter: msg.filter, start: msg.start, total: log.total };
-    msg.rows.forEach((r, k) => log.cache.set(msg.start + k, r));
-    trimCache(viewRange().first);
-    schedule();
-  }
-
-  rowsBox.addEventListener("scroll", schedule, { passive: true });
-  const resized = new ResizeObserver(schedule);
-  resized.observe(rowsBox);
-  filter.addEventListener("change", () => {
-    log.cache = new Map(); log.asked = log.answered = null;
-    toBottom();
-    schedule();
+  // -- log and streams (run_log.js) --
+  const log = createLog({
+    model, id, root, box: rowsBox, spacer, shownRows, filter, logCount,
+    onComplete: (total) => {  // a full screen of rows shown: the first time, say how soon
+      if (root.dataset.firstPaintMs || root.dataset.drawn !== "true" || !total) return;
+      root.dataset.firstPaintMs = (performance.now() - born).toFixed(1);
+    },
   });
-
-  // -- what running nodes emit, appended once per frame --
-  let streamPaint = 0;
-  const streamQueue = [];
-  function onTokens(msg) {
-    if (msg.reset) {
-      for (const s of streamRows.values()) s.el.remove();
-      streamRows.clear();
-    }
-    streamQueue.push(...(msg.rows || []));
-    root.dataset.unshownStreams = String(msg.unshown || 0);
-    if (!streamPaint) streamPaint = requestAnimationFrame(paintStreams);
-  }
-
-  function paintStreams() {
-    streamPaint = 0;
-    for (const d of streamQueue.splice(0)) {
-      let s = streamRows.get(d.id);
-      if (!s) {
-        const el = h("div", "rv-stream-row");
-        const metaEl = h("span", "rv-stream-meta");
-        const textEl = h("span", "rv-stream-text");
-        el.append(h("span", "rv-node", d.node), h("span", "rv-type", d.kind), metaEl, textEl);
-        el.dataset.task = d.task;
-        s = { el, metaEl, textEl, text: "" };
-        streamRows.set(d.id, s);
-        streams.append(el);
-      }
-      s.text = ((d.reset ? "" : s.text) + d.append).slice(-STREAM_CHARS);
-      const elided = d.chars - s.text.length;
-      s.metaEl.textContent = `${d.items} emitted${elided > 0 ? ` · ${elided} earlier characters not shown` : ""}`;
-      s.textEl.textContent = s.text;
-      s.el.classList.toggle("is-done", !!d.done);
-      s.el.dataset.items = String(d.items);
-      s.el.dataset.chars = String(d.chars);
-    }
-    // Bounded: the oldest rows that ended go first.
-    for (const [key, s] of streamRows) {
-      if (streamRows.size <= STREAM_ROWS) break;
-      if (s.el.classList.contains("is-done")) { s.el.remove(); streamRows.delete(key); }
-    }
-    streams.hidden = streamRows.size === 0;
-    root.dataset.streams = String(streamRows.size);
-  }
+  const streamed = createStreams({ root, box: streams });
 
   // -- state, approval, controls --
   function updateState() {
@@ -605,9 +409,9 @@ function render({ model, el }) {
 
   function onMsg(msg, buffers) {
     if (!msg || (msg.view && msg.view !== id)) return;
-    if (msg.kind === "events") onEvents(msg);
-    else if (msg.kind === "rows") onRows(msg);
-    else if (msg.kind === "tokens") onTokens(msg);
+    if (msg.kind === "events") log.onEvents(msg);
+    else if (msg.kind === "rows") log.onRows(msg);
+    else if (msg.kind === "tokens") streamed.onTokens(msg);
     else if (msg.kind === "diagram") drawing.show(msg);
     else if (msg.kind === "viz_js" && buffers && buffers.length) acceptViz(buffers[0]);
     else if (msg.kind === "history" && Number(slider.value) === msg.step) {
@@ -634,8 +438,7 @@ function render({ model, el }) {
   return () => {
     drawing.disposed = true;
     clearTimeout(historyTimer);
-    cancelAnimationFrame(painting); cancelAnimationFrame(streamPaint);
-    resized.disconnect();
+    log.dispose(); streamed.dispose();
     for (const [name, fn] of Object.entries(handlers)) model.off(name, fn);
     try { model.send({ kind: "bye", view: id }); } catch (_) { /* the kernel is gone */ }
   };
