@@ -163,7 +163,7 @@ def test_a_view_opened_while_a_node_streams_gets_the_row_so_far() -> None:
             fe.click("run")
             await until(lambda: fe.view._tokens.open, what="a row streaming")
             fe.hello("v2")
-            await until(lambda: fe.customs("tokens", "v2"), what="v2's replay")
+            await until(lambda: not more(), what="v2's replay")
             (replay,) = [m for m in fe.customs("tokens") if m.get("view") == "v2"]
             rows_seen.extend(replay["rows"])
             await until(lambda: fe.view.status == "completed" and not fe.view.busy, 30)
