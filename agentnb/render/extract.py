@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 from agentnb.graph.builder import StateGraph
 from agentnb.graph.workflow import Workflow
@@ -39,7 +39,8 @@ from agentnb.render.model import (
     NodeKind,
     Overlay,
 )
-from agentnb.store.records import Event, EventType
+from agentnb.render.overlay import OverlayFold
+from agentnb.store.records import Event
 
 __all__ = [
     "GraphLike",
@@ -248,125 +249,15 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
     """Replay a run's events into an overlay; pure, so any process can draw any run.
 
     Events about nodes the graph does not have (a run of an older shape) are skipped;
-    event types the runtime does not know (custom ``ctx.emit`` types) are ignored.
+    event types the runtime does not know (custom ``ctx.emit`` types) are ignored. The
+    replay is :class:`~agentnb.render.overlay.OverlayFold`, which a live panel feeds one
+    batch at a time instead of keeping the whole log.
 
     Args:
         events: the run's events in ``seq`` order.
         graph: the workflow the run belongs to.
     """
-    known = set(graph.nodes) | {END_ID}
-    status: str | None = None
-    current: str | None = None
-    # A superstep lights several nodes: those running, else those the last one led to.
-    running: dict[str, None] = {}
-    upcoming: dict[str, None] = {}
-    update_step = -1
-    joins = list(graph.joins)
-    arrived: dict[int, set[str]] = {}
-    visited: dict[str, None] = {}
-    counts: dict[tuple[str, str], int] = {}
-    pending = failed = rejected = error = None
-    last: tuple[str, str] | None = None
-    entered = False
-
-    def take(source: str, target: str) -> None:
-        nonlocal last
-        counts[source, target] = counts.get((source, target), 0) + 1
-        last = (source, target)
-
-    for event in events:
-        kind, node = event.type, event.node
-        if node is not None and node not in known:
-            node = None
-        if kind == EventType.RUN_STARTED:
-            status = "running"
-            if graph.entry is not None and not entered:
-                entered = True
-                take(START_ID, graph.entry)
-                current = graph.entry
-        elif kind == EventType.NODE_START and node is not None:
-            status = "running"
-            if not entered:
-                entered = True
-                if node == graph.entry:
-                    take(START_ID, node)
-            visited[node] = None
-            current, pending = node, None
-            running[node] = None
-            upcoming.pop(node, None)
-            for j, join in enumerate(joins):
-                if node == join.target:
-                    arrived.pop(j, None)
-        elif kind == EventType.STATE_UPDATE and node is not None:
-            if event.step != update_step:  # the first update of a new superstep
-                update_step, upcoming = event.step, {}
-            running.pop(node, None)
-            # A fan-out lists every branch it leads to ("to"); one edge otherwise ("next").
-            leads = event.payload.get("to")
-            if not isinstance(leads, list):
-                leads = [event.payload.get("next")]
-            for nxt in leads:
-                if isinstance(nxt, str) and nxt in known:
-                    take(node, nxt)
-                    current = nxt
-                    if nxt != END_ID:
-                        upcoming[nxt] = None
-            for j, join in enumerate(joins):
-                if node not in join.sources:
-                    continue
-                if join.target in leads:  # the last one in: the join fired
-                    arrived.pop(j, None)
-                else:
-                    arrived.setdefault(j, set()).add(node)
-                    upcoming.pop(join.target, None)
-        elif kind == EventType.INTERRUPTED:
-            status = "pending"
-            current = node if node is not None else current
-            # After-interrupts name the next node; the approval is about the one that ran.
-            after = event.payload.get("after")
-            pending = after if isinstance(after, str) and after in known else current
-        elif kind == EventType.APPROVED:
-            status, pending = "approved", None
-        elif kind == EventType.REJECTED:
-            status = "rejected"
-            rejected = pending if pending is not None else node
-            pending = current = None
-        elif kind == EventType.FAILED:
-            status = "failed"
-            failed = node if node is not None else current
-            error = _error_text(event.payload.get("error"))
-            pending = current = None
-        elif kind == EventType.COMPLETED:
-            status, pending = "completed", None
-            current = END_ID
-            running, upcoming = {}, {}
-        elif kind == EventType.CANCELLED:
-            status = "cancelled"
-    active = tuple(running or upcoming) if status in ("running", "approved", "pending") else ()
-    return Overlay(
-        active=active if len(active) > 1 else (),
-        waiting=tuple(
-            (join.target, len(arrived[j]), len(join.sources))
-            for j, join in enumerate(joins)
-            if arrived.get(j)
-        ),
-        status=status,
-        current=current,
-        visited=tuple(visited),
-        traversed=tuple((s, t, n) for (s, t), n in counts.items()),
-        pending=pending,
-        failed=failed,
-        rejected=rejected,
-        error=error,
-        last=last,
-    )
-
-
-def _error_text(error: Any) -> str | None:
-    if isinstance(error, Mapping):
-        kind, message = error.get("type"), error.get("message")
-        return ": ".join(str(part) for part in (kind, message) if part) or None
-    return None if error is None else str(error)
+    return OverlayFold(graph).feed(events).overlay()
 
 
 def diagram_from_run(

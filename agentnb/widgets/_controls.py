@@ -1,8 +1,13 @@
 """``Controls``: what a view's buttons do, on the kernel's event loop, never blocking it.
 
 Step, Run and an approved run's continuation are tasks on the kernel's loop; Stop cancels
-the task (the runtime records the run ``cancelled``). Approve and Reject go to the
-checkpointer in a worker thread, so the store — not the widget — decides exactly once.
+the task (the runtime records the run ``cancelled``). Run drives with
+``astream(mode="custom")``, so what nodes emit (``ctx.emit``) reaches the panel while they
+run; the node lit as running follows the emits and each committed step's next node. (A
+Step, and a continuation by the panel's Worker, show a node's stream when its step is
+saved.)
+Approve and Reject go to the checkpointer in a worker thread, so the store — not the
+widget — decides exactly once.
 
 Two threads meet here: the kernel's (buttons, drive tasks) and the view's relay (which
 reports the news and notices approvals). The fields under ``lock`` are what they share;
@@ -18,14 +23,26 @@ from collections.abc import Callable
 from typing import Any
 
 from agentnb.errors import AgentnbError, DecisionError, RunBusy
+from agentnb.graph.builder import END
 from agentnb.graph.run import Run
+from agentnb.graph.streams import Emitted
 from agentnb.graph.worker import Worker
-from agentnb.store.records import Event, RunRecord, Status
+from agentnb.store.records import Event, EventType, RunRecord, Status
 
 __all__ = ["DECISIONS", "Controls", "News", "running_loop"]
 
 DECISIONS = ("approved", "rejected")
 _DRIVABLE = (Status.RUNNING, Status.APPROVED, Status.CANCELLED)
+# Committed events after which the running node is another (or none).
+_MOVES = frozenset(
+    {
+        EventType.STATE_UPDATE,
+        EventType.INTERRUPTED,
+        EventType.COMPLETED,
+        EventType.FAILED,
+        EventType.CANCELLED,
+    }
+)
 
 News = tuple[str, str | None, str, str]
 """(busy, running node, error, notice) as the relay reads them."""
@@ -46,13 +63,20 @@ class Controls:
         run: the run.
         wake: asks the view's relay for a refresh (thread-safe, cheap).
         continue_after_approval: continue runs approved by this view or elsewhere.
+        on_emit: told each item a node emits while this view drives (the kernel's thread).
     """
 
     def __init__(
-        self, run: Run, wake: Callable[[], None], *, continue_after_approval: bool
+        self,
+        run: Run,
+        wake: Callable[[], None],
+        *,
+        continue_after_approval: bool,
+        on_emit: Callable[[Emitted], None] | None = None,
     ) -> None:
         self.run = run
         self.wake = wake
+        self.on_emit = on_emit
         self.continue_after_approval = continue_after_approval
         self.loop = running_loop()
         """The kernel's loop: where drives run (learnt at the first message if need be)."""
@@ -110,8 +134,13 @@ class Controls:
         """Workflow listener, in whatever thread committed ``event``: keep it cheap."""
         if event.run_id != self.run.run_id:
             return
-        if event.type == "approved":
+        if event.type == EventType.APPROVED:
             self._local_approvals.add(event.seq)
+        elif self._busy == "run" and event.type in _MOVES:
+            # The drive goes on to the node this step leads to: light it while it runs.
+            after = event.payload.get("next") if event.type == EventType.STATE_UPDATE else None
+            with self.lock:
+                self._running = after if isinstance(after, str) and after != END else None
         self.wake()
 
     def maybe_continue(self, record: RunRecord, approved: int) -> None:
@@ -176,16 +205,21 @@ class Controls:
                 result = await self.run.astep()
                 if result.node is None:
                     self.say(notice=f"Nothing ran: {result}.")
+            elif kind == "run":
+                self._lit(self.run.node)
+                # In "custom" mode what nodes emit (ctx.emit) comes as they run.
+                async for item in self.run.astream(mode="custom"):
+                    if item.node != self._running:
+                        self._lit(item.node)
+                    if self.on_emit is not None:
+                        self.on_emit(item)
+                    self.wake()
             else:
                 # After a decision the run is continued the way every worker does it: claimed
                 # (so a Worker process that got there first keeps it), then driven.
-                source = (
-                    self.run.astream()
-                    if kind == "run"
-                    else Worker(self.run.workflow, concurrency=1).acontinue(self.run.run_id)
-                )
+                source = Worker(self.run.workflow, concurrency=1).acontinue(self.run.run_id)
                 async for event in source:
-                    if event.type == "node_start":
+                    if event.type == EventType.NODE_START:
                         self._lit(event.node)
         except asyncio.CancelledError:
             self.say(notice="Stopped: the run is recorded as cancelled; Run continues it.")

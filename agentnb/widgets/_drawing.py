@@ -9,7 +9,9 @@ once per page through the widget's own channel — never from a CDN.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from agentnb.errors import MissingDependency, RenderError
@@ -17,7 +19,7 @@ from agentnb.graph.workflow import Workflow
 from agentnb.render.assets import viz_js_path
 from agentnb.render.dot import display_text, edge_dom_id, node_dom_id, to_dot
 from agentnb.render.extract import diagram_from_graph, diagram_from_machine
-from agentnb.render.model import Diagram, Edge
+from agentnb.render.model import Diagram, Edge, Node
 from agentnb.render.svg import render_svg
 
 if TYPE_CHECKING:
@@ -25,7 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRAWERS",
+    "SUBGRAPH",
     "chart_drawing_payload",
+    "collapse",
     "diagram_payload",
     "drawing_payload",
     "id_prefix",
@@ -35,6 +39,8 @@ __all__ = [
 
 DRAWERS = ("auto", "dot", "viz")
 """Who lays the drawing out: ``dot`` when installed, the ``dot`` program, or the browser."""
+SUBGRAPH = ":subgraph"
+"""How the cluster of subgraph node ``n`` is named (``n:subgraph``, render.extract)."""
 
 
 def id_prefix(model_id: str, kind: str = "rv") -> str:
@@ -102,10 +108,107 @@ def diagram_payload(
     return {**payload, "mode": "dot", "dot": to_dot(diagram, id_prefix=prefix), "note": note}
 
 
-def drawing_payload(workflow: Workflow, drawer: str, model_id: str) -> dict[str, Any]:
-    """The ``diagram`` message of a workflow (see :func:`diagram_payload`)."""
-    diagram = diagram_from_graph(workflow, legend=True)
-    return diagram_payload(diagram, drawer, id_prefix(model_id))
+def _anchor(cluster_id: str) -> str:
+    return cluster_id.removesuffix(SUBGRAPH)
+
+
+def collapse(diagram: Diagram, clusters: Collection[str]) -> Diagram:
+    """``diagram`` with each subgraph cluster in ``clusters`` drawn as its node alone.
+
+    The subgraph's node stays where the parent's edges meet it, labelled with how many
+    nodes it holds; everything inside the box (nested boxes too) and the edges touching
+    it go. Unknown ids and clusters that are not subgraphs are ignored.
+
+    Example:
+        >>> from agentnb.graph.builder import END, StateGraph
+        >>> inner = StateGraph("inner").add_node("x", lambda s: None).set_entry_point("x")
+        >>> g = StateGraph("outer").add_node("sub", inner).set_entry_point("sub")
+        >>> d = collapse(diagram_from_graph(g), ["sub:subgraph"])
+        >>> [n.label for n in d.nodes if n.id == "sub"], d.clusters
+        (['sub ⊞ 1 inside'], ())
+    """
+    parents = {c.id: c.parent for c in diagram.clusters}
+
+    def inside(cluster: str | None, folded: set[str]) -> str | None:
+        """The outermost folded cluster holding ``cluster`` (itself included), if any."""
+        found = None
+        while cluster is not None:
+            if cluster in folded:
+                found = cluster
+            cluster = parents.get(cluster)
+        return found
+
+    folded = {c for c in clusters if c in parents and c.endswith(SUBGRAPH)}
+    if not folded:
+        return diagram
+    anchors = {_anchor(c): c for c in folded if inside(parents[c], folded) is None}
+    held: dict[str, int] = dict.fromkeys(anchors.values(), 0)
+    nodes: list[Node] = []
+    for node in diagram.nodes:
+        box = inside(node.cluster, folded)
+        if node.id in anchors:
+            nodes.append(node)  # relabelled below, once its box is counted
+        elif box is None:
+            nodes.append(node)
+        else:
+            held[box] += 1
+    kept = {n.id for n in nodes}
+    nodes = [
+        dataclasses.replace(
+            n,
+            label=f"{n.label} ⊞ {held[anchors[n.id]]} inside",
+            cluster=parents[anchors[n.id]],
+        )
+        if n.id in anchors
+        else n
+        for n in nodes
+    ]
+    edges = tuple(
+        dataclasses.replace(
+            e,
+            tail_cluster=None if inside(e.tail_cluster, folded) else e.tail_cluster,
+            head_cluster=None if inside(e.head_cluster, folded) else e.head_cluster,
+        )
+        for e in diagram.edges
+        if e.source in kept and e.target in kept
+    )
+    return dataclasses.replace(
+        diagram,
+        nodes=tuple(nodes),
+        edges=edges,
+        clusters=tuple(c for c in diagram.clusters if inside(c.id, folded) is None),
+    )
+
+
+def drawing_payload(
+    workflow: Workflow, drawer: str, model_id: str, collapsed: Collection[str] = ()
+) -> dict[str, Any]:
+    """The ``diagram`` message of a workflow (see :func:`diagram_payload`).
+
+    With ``collapsed``, those subgraph clusters are drawn as their node alone
+    (:func:`collapse`). Either way the message says which clusters can be collapsed
+    (``collapsible``: element id -> cluster id) and which are (``collapsed``: the element
+    id of each folded subgraph's node -> its cluster id), so the browser can fold and
+    unfold them and light a folded node for what runs inside it.
+    """
+    whole = diagram_from_graph(workflow, legend=True)
+    prefix = id_prefix(model_id)
+    diagram = collapse(whole, collapsed)
+    payload = diagram_payload(diagram, drawer, prefix)
+    drawn = {c.id for c in diagram.clusters}
+    payload["collapsible"] = {
+        node_dom_id(c.id, prefix): c.id
+        for c in whole.clusters
+        if c.id.endswith(SUBGRAPH)
+        if c.id in drawn
+    }
+    folded = {c.id for c in whole.clusters} - drawn
+    payload["collapsed"] = {
+        node_dom_id(_anchor(c), prefix): c
+        for c in sorted(folded)
+        if any(n.id == _anchor(c) for n in diagram.nodes)
+    }
+    return payload
 
 
 def machine_drawing_payload(machine: StateMachine, drawer: str, model_id: str) -> dict[str, Any]:

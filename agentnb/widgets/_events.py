@@ -19,20 +19,21 @@ from typing import Any
 from agentnb.graph.workflow import Workflow
 from agentnb.render.extract import overlay_from_events
 from agentnb.render.model import Overlay
-from agentnb.store.records import Checkpoint, Event, RunRecord, Status
+from agentnb.store.records import Event, RunRecord, Status
 
 __all__ = [
     "SUMMARY_LIMIT",
     "decided_payload",
     "event_row",
     "events_until",
-    "history_payload",
     "last_delta",
     "overlay_at",
     "overlay_payload",
     "pending_payload",
     "run_error_text",
+    "settled_at",
     "short",
+    "stream_text",
     "summarize",
 ]
 
@@ -52,6 +53,11 @@ def short(value: Any, limit: int = 48) -> str:
     except (TypeError, ValueError):  # a custom event payload the store accepted as text
         text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stream_text(items: Iterable[Any]) -> str:
+    """What a node emitted, as the panel shows it: text as is, anything else as short JSON."""
+    return "".join(item if isinstance(item, str) else short(item, 200) + " " for item in items)
 
 
 def _cut(text: str) -> str:
@@ -100,6 +106,9 @@ def summarize(event: Event) -> str:
         text = f"{p.get('name')}" + (" (recorded result reused)" if kind != "effect" else "")
     elif kind == "cancelled":
         text = f"cancelled ({p.get('reason')})"
+    elif isinstance(p.get("data"), list) and isinstance(p.get("count"), int):
+        # What a node streamed (ctx.emit), kept as one record at the end of its step.
+        text = f"{p['count']} emitted: {stream_text(p['data'])}"
     else:
         text = short(p, SUMMARY_LIMIT)
     return _cut(text)
@@ -117,9 +126,14 @@ def event_row(event: Event) -> dict[str, Any]:
     }
 
 
+def settled_at(event: Event, step: int) -> bool:
+    """Whether ``event`` describes the run as it stood after ``step`` nodes."""
+    return event.step < step or (event.step == step and event.type in _SETTLED)
+
+
 def events_until(events: Iterable[Event], step: int) -> list[Event]:
     """The events that describe the run as it stood after ``step`` nodes (for time travel)."""
-    return [e for e in events if e.step < step or (e.step == step and e.type in _SETTLED)]
+    return [e for e in events if settled_at(e, step)]
 
 
 def last_delta(events: Sequence[Event]) -> dict[str, Any]:
@@ -234,18 +248,3 @@ def run_error_text(record: RunRecord) -> str:
     error = record.error
     where = f" at {error.get('node')!s}" if error.get("node") else ""
     return f"The run failed{where}: {error.get('type')}: {error.get('message')}"
-
-
-def history_payload(
-    events: Sequence[Event], workflow: Workflow, checkpoint: Checkpoint
-) -> dict[str, Any]:
-    """The ``history`` message: the state and overlay after ``checkpoint.step`` nodes."""
-    step = checkpoint.step
-    return {
-        "kind": "history",
-        "step": step,
-        "node": checkpoint.node,
-        "state": checkpoint.state,
-        "changed": list(last_delta([e for e in events if e.step == step])),
-        "overlay": overlay_at(events, workflow, step),
-    }

@@ -69,7 +69,7 @@ class Relay:
             self._wake.set()
 
     def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job()`` on the relay thread after the next refresh."""
+        """Run ``job()`` on the relay thread soon, without waiting out the update window."""
         self._jobs.append(job)
         self._wake.set()
 
@@ -85,12 +85,22 @@ class Relay:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
+    def _run_jobs(self) -> None:
+        while self._jobs:
+            try:
+                self._jobs.popleft()()
+            except Exception as exc:  # a bad job: say so, run the next
+                self._on_error(exc)
+
     def _loop(self) -> None:
         last = float("-inf")
         while not self._stopped.is_set():
             self._wake.wait(self.poll_interval if self.polling else None)
             if self._stopped.is_set():
                 return
+            # A view's request (rows it scrolled to, a step of the history) is answered at
+            # once: only refreshes are held to the window.
+            self._run_jobs()
             # Wait out the rest of the window: events arriving meanwhile join this refresh.
             gap = self.min_interval - (time.monotonic() - last)
             if gap > 0 and self._stopped.wait(gap):
@@ -100,10 +110,9 @@ class Relay:
             try:
                 self._refresh()
                 self.refreshes += 1
-                while self._jobs:
-                    self._jobs.popleft()()
-            except Exception as exc:  # a closed store, a bad job: say so and keep relaying
+            except Exception as exc:  # a closed store: say so and keep relaying
                 self._on_error(exc)
+            self._run_jobs()
             # The window starts when the sends are done, so sends are min_interval apart
             # however long a big refresh took.
             last = time.monotonic()

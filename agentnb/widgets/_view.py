@@ -14,38 +14,54 @@ Messages (``model.send`` in the browser, handled by :meth:`RunView._on_msg`)::
     {"kind": "decide", "decision": "approved" | "rejected", "by", "comment", "digest"}
     {"kind": "respond", "value", "by", "comment", "task"}   (a node's question answered)
     {"kind": "history", "view": id, "step": k}   state and overlay after k nodes
+    {"kind": "rows", "view": id, "filter": type, "start": i, "count": n, "req": r}
+                                       rows i .. i+n of the log (filtered), read from the store
+    {"kind": "collapse", "view": id, "collapsed": [cluster id, ...]}
+                                       redraw with those subgraph clusters folded to one node
     {"kind": "viz_js"}                 send Graphviz-in-WebAssembly (once per page)
+
+The log is never sent whole: a view hears the totals and the newest rows (``events``), and
+asks for the rows it scrolls to (``rows``); the kernel holds counts, bookmarks and a window
+of recent events (:mod:`agentnb.widgets._log`). What nodes emit while this view drives the
+run arrives as ``tokens`` (:mod:`agentnb.widgets._tokens`).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import getpass
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import traitlets
 
+from agentnb.errors import StoreError
 from agentnb.graph.run import Run
-from agentnb.render.extract import overlay_from_events
-from agentnb.store.records import Event, Status
+from agentnb.store.history import LazyCheckpoint
+from agentnb.store.records import Checkpoint, Event, EventType, Status
 from agentnb.widgets._controls import Controls, running_loop
 from agentnb.widgets._drawing import drawing_payload
 from agentnb.widgets._events import (
     decided_payload,
-    event_row,
-    history_payload,
-    last_delta,
     overlay_payload,
     pending_payload,
     run_error_text,
 )
+from agentnb.widgets._inside import Inside
 from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
+from agentnb.widgets._log import PAGE, RunLog, rows_of
 from agentnb.widgets._snapshot import snapshot_bundle
+from agentnb.widgets._tokens import TokenRows
 
 __all__ = ["RunView", "view"]
 
-_DECISION_EVENTS = frozenset({"approved", "rejected"})
-_PAUSE_EVENTS = _DECISION_EVENTS | {"interrupted"}  # they change `decided`
+_DECISION_EVENTS = frozenset({EventType.APPROVED, EventType.REJECTED})
+_PAUSE_EVENTS = _DECISION_EVENTS | {EventType.INTERRUPTED}  # they change `decided`
+# A task's result (or its end) is committed: what it streamed is complete.
+_DRAWINGS = 8  # drawings kept, one per set of folded clusters a view asked for
+_TASK_ENDS = frozenset({EventType.STATE_UPDATE, EventType.FAILED, EventType.INTERRUPTED})
 
 
 def _default_approver() -> str:
@@ -79,7 +95,7 @@ class RunView(LiveView):
         >>> view  # in a notebook cell: the live panel  # doctest: +SKIP
     """
 
-    _esm = static_text("live.js", "run_view.js")
+    _esm = static_text("live.js", "run_log.js", "run_view.js")
     _css = STYLESHEET  # one for every panel: a page with both gets one set of rules
 
     run_id = traitlets.Unicode("").tag(sync=True)
@@ -125,18 +141,28 @@ class RunView(LiveView):
         self.drawer = drawer
         self._store = run.workflow.checkpointer
         # Read and written by the relay thread only (and by __init__ before it starts).
-        self._events: list[Event] = []
-        self._seq = 0
+        self._log = RunLog(self._store, run.run_id, run.workflow)
         self._decided_seq = 0  # the last approved/rejected event in the log
+        self._approved_seq = 0  # the last approved event
         self._step = -1
         self._overlay_running: str | None = None
-        self._drawing: dict[str, Any] | None = None
+        self._drawings: dict[frozenset[str], dict[str, Any]] = {}  # by the clusters folded
         self._live = False  # live batches start once the relay runs; views replay before
+        # What each view asked for last (kernel thread writes, relay thread serves): a view
+        # scrolling or dragging fast is answered its latest request, not every one.
+        self._wanted_rows: dict[str, dict[str, Any]] = {}
+        self._wanted_step: dict[str, int] = {}
+        self._tokens = TokenRows()
+        self._inside = Inside(run)
+        self._overlay: dict[str, Any] = {}
         self._start_relay(
             max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-view-{run.run_id[:8]}"
         )
         self._controls = Controls(
-            run, self._relay.wake, continue_after_approval=continue_after_approval
+            run,
+            self._relay.wake,
+            continue_after_approval=continue_after_approval,
+            on_emit=self._tokens.add,
         )
         self.events_sent = 0
         """Log rows sent to the browser in live batches (replays not counted)."""
@@ -165,28 +191,44 @@ class RunView(LiveView):
 
     # -- the relay thread: read what changed, send it --------------------------------------
 
+    @property
+    def _seq(self) -> int:
+        """The last event this view has read (and counted) from the store."""
+        return self._log.seq
+
     def _refresh(self) -> None:
         record = self._store.get_run(self.run_id)
         # The row first, then only the events it accounts for. One committed between the two
         # reads (a Step's, here or in another process) waits for the next refresh — its
         # commit woke the relay — so the page never shows a log ahead of the status, the
         # approval form and the state that go with it (and Step enabled on a paused run).
-        new = [e for e in self._store.events(self.run_id, after=self._seq) if e.seq <= record.seq]
-        if new:
-            self._events.extend(new)
-            self._seq = new[-1].seq
-            decided = [e.seq for e in new if e.type in _DECISION_EVENTS]
-            self._decided_seq = decided[-1] if decided else self._decided_seq
+        # Read in pages and counted, never held: only the newest rows go to the browser.
+        log = self._log
+        before = log.total
+        newest: deque[Event] = deque(maxlen=PAGE)
+        pauses = False
+        for page in log.read(record.seq):
+            newest.extend(page)
+            for e in page:
+                if e.type in _PAUSE_EVENTS:
+                    pauses = True
+                if e.type in _DECISION_EVENTS:
+                    self._decided_seq = e.seq
+                if e.type == EventType.APPROVED:
+                    self._approved_seq = e.seq
+                if e.type in _TASK_ENDS:
+                    self._tokens.finish(str(e.payload.get("task") or e.node))
+        fresh = log.total - before
         # Every time, not only when a decision arrives: a refusal may be reported just after.
         self._controls.decided_up_to(self._decided_seq)
         busy, running, error, notice = self._controls.news()
+        if not busy:
+            self._tokens.finish()  # no drive here: nothing streams on
         # The state changes only when a step commits: read it then, not on every batch.
         changed_step = record.step != self._step
         state = self._store.checkpoint(self.run_id, record.step).state if changed_step else None
         self._step = record.step
-        # Replaying the whole log costs ~0.5 µs an event: only when something moved.
-        moved = bool(new) or running != self._overlay_running
-        pauses = any(e.type in _PAUSE_EVENTS for e in new)
+        moved = bool(fresh) or running != self._overlay_running
         with self.hold_sync():
             self.status = str(record.status)
             self.node = record.node
@@ -194,26 +236,42 @@ class RunView(LiveView):
             self.max_steps = record.max_steps
             self.busy = busy
             if moved:
-                overlay = overlay_from_events(self._events, self.run.workflow)
-                self.overlay = overlay_payload(overlay, running)
+                self._overlay = overlay_payload(log.fold.overlay(), running)
                 self._overlay_running = running
+            if moved or self._inside.subgraphs:
+                # A child run moves without its parent's log: looked at on every refresh.
+                inside = self._inside.payload(self._overlay) if self._inside.subgraphs else {}
+                shown = {**self._overlay, "inside": inside}
+                if shown != self.overlay:
+                    self.overlay = shown
             if state is not None:
                 self.state = state
-                self.changed = list(last_delta(self._events))
+                self.changed = list(log.last_delta)
             self.pending = (
-                self._with_policy(pending_payload(self._events, record.pending_digest))
+                self._with_policy(pending_payload(log.recent, record.pending_digest))
                 if record.status == Status.PENDING
                 else {}
             )
             if pauses or not self._live:
-                self.decided = decided_payload(self._events)
+                self.decided = decided_payload(log.recent)
             self.error = error or run_error_text(record)
             self.notice = notice
-        if new and self._live:
-            self._post({"kind": "events", "events": [event_row(e) for e in new]})
-            self.events_sent += len(new)
-        approved = next((e.seq for e in reversed(self._events) if e.type == "approved"), 0)
-        self._controls.maybe_continue(record, approved)
+        if fresh and self._live:
+            self._post({"kind": "events", **self._log_news(newest)})
+            self.events_sent += len(newest)
+        tokens = self._tokens.take()
+        if tokens and self._live:
+            self._post({"kind": "tokens", "rows": tokens, "unshown": self._tokens.unshown})
+        self._controls.maybe_continue(record, self._approved_seq)
+
+    def _log_news(self, newest: Sequence[Event]) -> dict[str, Any]:
+        """The totals of the log and its newest rows, each with its index ``i``."""
+        log = self._log
+        return {
+            "events": rows_of(newest, log.total - len(newest)),
+            "total": log.total,
+            "counts": dict(log.counts),
+        }
 
     def _with_policy(self, pending: dict[str, Any]) -> dict[str, Any]:
         """Say who may decide this pause; when anyone may not, decide as ``identity``."""
@@ -225,16 +283,67 @@ class RunView(LiveView):
         return pending
 
     def _replay(self, view_id: str) -> None:
-        """Send one view the drawing and the whole log (a view opened on a run in progress)."""
-        if self._drawing is None:
-            self._drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id)
-        self._post({**self._drawing, "view": view_id})
-        self._post_rows(view_id, "events", [event_row(e) for e in self._events])
+        """Send one view the drawing, the log's totals and newest rows, and live streams."""
+        self._post({**self._drawing(frozenset()), "view": view_id})
+        newest = list(self._log.recent)[-PAGE:]
+        self._post({"kind": "events", "view": view_id, "reset": True, **self._log_news(newest)})
+        rows = self._tokens.snapshot()
+        self._post({"kind": "tokens", "view": view_id, "reset": True, "rows": rows})
 
-    def _history(self, view_id: str, step: int) -> None:
-        checkpoint = self._store.checkpoint(self.run_id, step)
-        payload = history_payload(self._events, self.run.workflow, checkpoint)
-        self._post({**payload, "view": view_id})
+    def _drawing(self, collapsed: frozenset[str]) -> dict[str, Any]:
+        """The drawing with ``collapsed`` folded; each laid out once (a few kept)."""
+        drawing = self._drawings.get(collapsed)
+        if drawing is None:
+            if len(self._drawings) >= _DRAWINGS:
+                del self._drawings[next(iter(self._drawings))]
+            drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id, collapsed)
+            self._drawings[collapsed] = drawing
+        return drawing
+
+    def _serve_rows(self, view_id: str) -> None:
+        """Relay thread: the rows the view asked for last (read from the store)."""
+        asked = self._wanted_rows.pop(view_id, None)
+        if asked is None:
+            return  # served already, by the job of a later request
+        kind, start, count = asked["filter"], asked["start"], asked["count"]
+        rows = self._log.page(kind, start, count)
+        self._post(
+            {
+                "kind": "rows",
+                "view": view_id,
+                "req": asked["req"],
+                "filter": kind,
+                "start": start,
+                "rows": rows,
+                "total": self._log.size(kind),
+            }
+        )
+
+    def _history(self, view_id: str) -> None:
+        """Relay thread: the state (one read) and overlay after the step the view asked for."""
+        step = self._wanted_step.pop(view_id, None)
+        if step is None:
+            return
+        try:  # one read: what run.history()[step].state reads, without listing the run
+            item: Checkpoint | LazyCheckpoint = self._store.checkpoint(self.run_id, step)
+        except StoreError:  # no checkpoint of its own: the one before it, from the listing
+            history = self.run.history()
+            at = bisect.bisect_right(history.steps, step) - 1
+            if at < 0:
+                return
+            item = history[at]
+        fold, delta = self._log.overlay_at(item.step)
+        self._post(
+            {
+                "kind": "history",
+                "view": view_id,
+                "step": step,
+                "node": item.node,
+                "state": item.state,
+                "changed": list(delta),
+                "overlay": overlay_payload(fold.overlay()),
+            }
+        )
 
     # -- from the browser (the kernel's thread, inside its event loop) ---------------------
 
@@ -259,7 +368,26 @@ class RunView(LiveView):
         elif kind == "history":
             step = content.get("step")
             if isinstance(step, int) and 0 <= step <= self.step:
-                self._relay.submit(lambda: self._history(view_id, step))
+                self._wanted_step[view_id] = step
+                self._relay.submit(lambda: self._history(view_id))
+        elif kind == "collapse":
+            folded = content.get("collapsed")
+            if isinstance(folded, list) and all(isinstance(c, str) for c in folded):
+                chosen = frozenset(folded)
+                self._relay.submit(lambda: self._post({**self._drawing(chosen), "view": view_id}))
+        elif kind == "rows":
+            asked = _rows_request(content)
+            if asked is not None:
+                self._wanted_rows[view_id] = asked
+                self._relay.submit(lambda: self._serve_rows(view_id))
+
+
+def _rows_request(content: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``rows`` message's fields, or ``None`` if it is not one this view sends."""
+    kind, start, count, req = (content.get(k) for k in ("filter", "start", "count", "req"))
+    if not isinstance(kind, str) or not all(isinstance(v, int) for v in (start, count, req)):
+        return None
+    return {"filter": kind, "start": start, "count": count, "req": req}
 
 
 def view(run: Run, **options: Any) -> RunView:

@@ -92,18 +92,53 @@ class Frontend(Recorder[RunView]):
     def __init__(self, run: Run, **options: Any) -> None:
         super().__init__(RunView(run, **options))
 
+        self._reqs = 0
+
     def logged_seqs(self, view: str = "v1") -> list[int]:
-        """Sequence numbers of every log row this view received, in arrival order."""
+        """Sequence numbers of every log row this view was sent unasked, in arrival order."""
         return [r["seq"] for m in self.customs("events", view) for r in m["events"]]
 
     def log(self, view: str = "v1") -> list[dict[str, Any]]:
-        """The log as the browser holds it: a replay resets it, rows merge by ``seq``."""
+        """The newest rows the view was sent unasked: a replay resets them, rows merge by seq."""
         rows: dict[int, dict[str, Any]] = {}
         for message in self.customs("events", view):
             if message.get("reset"):
                 rows = {}
             rows.update({r["seq"]: r for r in message["events"]})
         return [rows[seq] for seq in sorted(rows)]
+
+    def total(self, view: str = "v1") -> int:
+        """How many events the view was last told the log has."""
+        news = self.customs("events", view)
+        return int(news[-1]["total"]) if news else 0
+
+    async def rows(
+        self, start: int, count: int, kind: str = "", view: str = "v1"
+    ) -> dict[str, Any]:
+        """What the browser gets when it scrolls to rows ``start`` .. ``start + count``."""
+        self._reqs += 1
+        req = self._reqs
+        self.click("rows", view=view, filter=kind, start=start, count=count, req=req)
+
+        def answer() -> dict[str, Any] | None:
+            return next((m for m in self.customs("rows", view) if m["req"] == req), None)
+
+        await until(lambda: answer() is not None, what=f"rows {start}+{count}")
+        found = answer()
+        assert found is not None
+        return found
+
+    async def whole_log(self, kind: str = "", view: str = "v1", page: int = 200) -> list[int]:
+        """Every row's seq, scrolled through page by page as a browser would."""
+        seqs: list[int] = []
+        total = self.total(view) if not kind else None
+        start = 0
+        while True:
+            got = await self.rows(start, page, kind, view)
+            seqs += [r["seq"] for r in got["rows"]]
+            start += page
+            if start >= (total if total is not None else got["total"]):
+                return seqs
 
 
 def two_gate_workflow(store: Checkpointer) -> Workflow:

@@ -1,17 +1,23 @@
 // agentnb RunView: the browser half of agentnb.widgets.RunView (an anywidget ES module).
 //
 // Shared helpers (h, button, clock, safeClass, viewId, the drawing, renderTree, viz.js once
-// per page) come from live.js, which agentnb.widgets._live.static_text puts before this
-// file; its rules hold here too (user data as text only, the drawing lit by classes).
-// The whole event log lives here (sent in batches), not in a synced trait.
+// per page) come from live.js, and the event log and streamed rows from run_log.js, which
+// agentnb.widgets._live.static_text puts before this file; live.js's rules hold here too
+// (user data as text only, the drawing lit by classes).
+//
+// The event log is virtual: the kernel says how many rows there are (in all and per type)
+// and sends the newest; this view asks for the rows it scrolls to ("rows" messages) and
+// keeps a bounded cache of them. Only the rows in view are in the DOM, at a fixed height,
+// repainted at most once per animation frame — a run of 100,000 events costs a dozen rows.
+// What a running node emits (ctx.emit) arrives as "tokens" batches, appended per frame.
 
-const MAX_LOG_ROWS = 1000; // rows in the DOM; every event stays in memory and in the filter
 const HISTORY_DEBOUNCE_MS = 120;
 
 // -- the view ----------------------------------------------------------------------------
 
 function render({ model, el }) {
   const id = viewId();
+  const born = performance.now();  // for data-first-paint-ms (bench/bench_widget.py)
   const root = h("div", "agentnb-rv");
   el.append(root);
 
@@ -131,15 +137,19 @@ function render({ model, el }) {
   const logCount = h("span", "rv-log-count", "Events");
   const filter = h("select", "rv-filter");
   filter.setAttribute("aria-label", "filter events by type");
-  const hiddenNote = h("div", "rv-log-hidden");
-  const rowsBox = h("div", "rv-log-rows");
+  const streams = h("div", "rv-streams");  // what running nodes emit, as it comes
+  streams.hidden = true;
+  const rowsBox = h("div", "rv-log-rows");  // the scroller
+  const spacer = h("div", "rv-log-spacer");  // as tall as every row of the filter
+  const shownRows = h("div", "rv-log-view");  // the rows in view, moved with the scroll
+  spacer.append(shownRows);
+  rowsBox.append(spacer);
   logHead.append(logCount, filter);
-  logBox.append(logHead, hiddenNote, rowsBox);
+  logBox.append(logHead, streams, rowsBox);
 
   root.append(head, errorBox, noticeBox, bar, main, logBox);
 
   // -- state kept by this view --
-  const log = { rows: [], seqs: new Set(), types: new Set(), lastSeq: 0 };
   const openPaths = new Map();
   let history = null; // {step, state, changed, overlay, node} while time travelling
   let historyTimer = null;
@@ -148,27 +158,77 @@ function render({ model, el }) {
   // -- drawing --
   const drawing = createDrawing({
     model, root, box: drawingBox, ns: "rv",
-    onShown: () => applyOverlay(),
+    onShown: (msg) => { wireFolds(msg); applyOverlay(); log.schedule(); },
     onError: (text) => { localError = text; updateError(); },
   });
 
+  // Subgraph clusters fold to their node and unfold again (a click on the box's label, or
+  // on the folded node). The kernel lays the folded drawing out once per set of folds; live
+  // progress still only toggles classes, and a folded node is lit for what runs inside it.
+  const collapsed = new Set();  // cluster ids this view folded
+  let folded = new Map();  // a folded subgraph's node name -> its cluster id
+  const own = (map, key) => Object.prototype.hasOwnProperty.call(map || {}, key);
+
+  function toggleFold(cluster) {
+    if (collapsed.has(cluster)) collapsed.delete(cluster); else collapsed.add(cluster);
+    root.dataset.folding = "true";
+    model.send({ kind: "collapse", view: id, collapsed: [...collapsed].sort() });
+  }
+
+  function wireFolds(msg) {
+    folded = new Map();
+    const byId = (dom) => [...drawingBox.querySelectorAll("g[id]")].find((g) => g.id === dom);
+    for (const [dom, cluster] of Object.entries(msg.collapsible || {})) {
+      const g = byId(dom);
+      const label = g && g.querySelector(":scope > text");
+      if (!label) continue;
+      label.classList.add("rv-fold");
+      label.addEventListener("click", () => toggleFold(cluster));
+      g.dataset.fold = cluster;
+    }
+    for (const [dom, cluster] of Object.entries(msg.collapsed || {})) {
+      const g = byId(dom);
+      if (!g || !own(msg.nodes, dom)) continue;
+      folded.set(msg.nodes[dom], cluster);
+      g.classList.add("is-collapsed");
+      g.dataset.fold = cluster;
+      g.addEventListener("click", () => toggleFold(cluster));
+    }
+    root.dataset.folding = "";
+    root.dataset.collapsed = [...folded.values()].sort().join(" ");
+  }
+
+  // The name a node is drawn as: inside a folded subgraph, that subgraph's node.
+  function shownAs(name) {
+    if (typeof name !== "string") return name;
+    for (const anchor of folded.keys()) if (name.startsWith(`${anchor}/`)) return anchor;
+    return name;
+  }
+
   function applyOverlay() {
     const ov = (history ? history.overlay : model.get("overlay")) || {};
-    const visited = new Set(ov.visited || []);
-    const lit = new Set(ov.active || []);  // every task of a superstep, when several
+    const inside = ov.inside || {};  // what the child runs of lit subgraph nodes are doing
+    const named = (list) => new Set((list || []).map(shownAs));
+    const visited = named([...(ov.visited || []), ...(inside.visited || [])]);
+    // Every task of a superstep, when several; and the nodes running inside subgraphs.
+    const lit = named([...(ov.active || []), ...(inside.current || []), ov.current]);
+    const pending = named([ov.pending, ...(inside.pending || [])]);
+    const failed = named([ov.failed, ...(inside.failed || [])]);
+    const running = shownAs(ov.running);
+    const rejected = shownAs(ov.rejected);
     for (const [name, gs] of drawing.nodes) {
       for (const g of gs) {
         g.classList.toggle("is-visited", visited.has(name));
-        g.classList.toggle(
-          "is-current", (ov.current === name || lit.has(name)) && ov.status !== "completed");
-        g.classList.toggle("is-running", ov.running === name);
-        g.classList.toggle("is-pending", ov.pending === name);
-        g.classList.toggle("is-failed", ov.failed === name);
-        g.classList.toggle("is-rejected", ov.rejected === name);
+        g.classList.toggle("is-current", lit.has(name) && ov.status !== "completed");
+        g.classList.toggle("is-running", running === name);
+        g.classList.toggle("is-pending", pending.has(name));
+        g.classList.toggle("is-failed", failed.has(name));
+        g.classList.toggle("is-rejected", rejected === name);
         g.classList.toggle("is-completed", name === "END" && ov.status === "completed");
       }
     }
-    const counts = new Map((ov.traversed || []).map(([s, t, n]) => [`${s}\u0000${t}`, n]));
+    const taken = [...(ov.traversed || []), ...(inside.traversed || [])];
+    const counts = new Map(taken.map(([s, t, n]) => [`${s}\u0000${t}`, n]));
     const last = ov.last ? `${ov.last[0]}\u0000${ov.last[1]}` : null;
     for (const { source, target, g } of drawing.edges) {
       const key = `${source}\u0000${target}`;
@@ -179,93 +239,15 @@ function render({ model, el }) {
     root.dataset.overlay = ov.status || "";
   }
 
-  // -- log --
-  function rowEl(r) {
-    const row = h("div", "rv-log-row");
-    row.dataset.type = r.type;
-    row.dataset.seq = String(r.seq);
-    row.classList.add(`t-${safeClass(r.type)}`);
-    row.append(
-      h("span", "rv-seq", `#${r.seq}`),
-      h("span", "rv-stepno", `step ${r.step}`),
-      h("span", "rv-type", r.type),
-      h("span", "rv-node", r.node == null ? "" : r.node),
-      h("span", "rv-time", clock(r.at)),
-      h("span", "rv-sum", r.summary),
-    );
-    return row;
-  }
-
-  function matches(r) {
-    return !filter.value || r.type === filter.value;
-  }
-
-  function atBottom() {
-    return rowsBox.scrollHeight - rowsBox.scrollTop - rowsBox.clientHeight < 8;
-  }
-
-  function updateHiddenNote() {
-    const matching = filter.value ? log.rows.filter(matches).length : log.rows.length;
-    const hidden = matching - rowsBox.childElementCount;
-    hiddenNote.textContent = hidden > 0 ? `${hidden} earlier events not shown (filter to see them)` : "";
-  }
-
-  function renderLog() {
-    const shown = log.rows.filter(matches);
-    const frag = document.createDocumentFragment();
-    for (const r of shown.slice(Math.max(0, shown.length - MAX_LOG_ROWS))) frag.append(rowEl(r));
-    rowsBox.replaceChildren(frag);
-    updateHiddenNote();
-    rowsBox.scrollTop = rowsBox.scrollHeight;
-  }
-
-  function updateFilter() {
-    const current = filter.value;
-    const options = [h("option", null, `all types`)];
-    options[0].value = "";
-    for (const t of [...log.types].sort()) {
-      const o = h("option", null, t);
-      o.value = t;
-      options.push(o);
-    }
-    filter.replaceChildren(...options);
-    filter.value = log.types.has(current) ? current : "";
-  }
-
-  function onEvents(msg) {
-    const fresh = [];
-    let ordered = true;
-    if (msg.reset) { log.rows = []; log.seqs = new Set(); log.lastSeq = 0; }
-    for (const r of msg.events || []) {
-      if (log.seqs.has(r.seq)) continue;
-      if (r.seq < log.lastSeq) ordered = false;
-      log.seqs.add(r.seq);
-      log.rows.push(r);
-      log.lastSeq = Math.max(log.lastSeq, r.seq);
-      fresh.push(r);
-    }
-    let newType = false;
-    for (const r of fresh) if (!log.types.has(r.type)) { log.types.add(r.type); newType = true; }
-    if (newType) updateFilter();
-    logCount.textContent = `Events (${log.rows.length})`;
-    root.dataset.events = String(log.rows.length);
-    if (msg.reset || !ordered) {
-      log.rows.sort((a, b) => a.seq - b.seq);
-      renderLog();
-      return;
-    }
-    const follow = atBottom();
-    const shown = fresh.filter(matches);
-    // Build only rows that will stay: a batch of thousands keeps just its newest ones.
-    const frag = document.createDocumentFragment();
-    for (const r of shown.slice(Math.max(0, shown.length - MAX_LOG_ROWS))) frag.append(rowEl(r));
-    if (shown.length >= MAX_LOG_ROWS) rowsBox.replaceChildren(frag);
-    else rowsBox.append(frag);
-    let extra = rowsBox.childElementCount - MAX_LOG_ROWS;
-    while (extra-- > 0) rowsBox.firstElementChild.remove();
-    updateHiddenNote();
-    if (follow) rowsBox.scrollTop = rowsBox.scrollHeight;
-  }
+  // -- log and streams (run_log.js) --
+  const log = createLog({
+    model, id, root, box: rowsBox, spacer, shownRows, filter, logCount,
+    onComplete: (total) => {  // a full screen of rows shown: the first time, say how soon
+      if (root.dataset.firstPaintMs || root.dataset.drawn !== "true" || !total) return;
+      root.dataset.firstPaintMs = (performance.now() - born).toFixed(1);
+    },
+  });
+  const streamed = createStreams({ root, box: streams });
 
   // -- state, approval, controls --
   function updateState() {
@@ -376,7 +358,6 @@ function render({ model, el }) {
     }, HISTORY_DEBOUNCE_MS);
   });
   liveBtn.addEventListener("click", goLive);
-  filter.addEventListener("change", renderLog);
   stepBtn.addEventListener("click", () => model.send({ kind: "step" }));
   runBtn.addEventListener("click", () => model.send({ kind: "run" }));
   stopBtn.addEventListener("click", () => model.send({ kind: "stop" }));
@@ -428,7 +409,9 @@ function render({ model, el }) {
 
   function onMsg(msg, buffers) {
     if (!msg || (msg.view && msg.view !== id)) return;
-    if (msg.kind === "events") onEvents(msg);
+    if (msg.kind === "events") log.onEvents(msg);
+    else if (msg.kind === "rows") log.onRows(msg);
+    else if (msg.kind === "tokens") streamed.onTokens(msg);
     else if (msg.kind === "diagram") drawing.show(msg);
     else if (msg.kind === "viz_js" && buffers && buffers.length) acceptViz(buffers[0]);
     else if (msg.kind === "history" && Number(slider.value) === msg.step) {
@@ -455,6 +438,7 @@ function render({ model, el }) {
   return () => {
     drawing.disposed = true;
     clearTimeout(historyTimer);
+    log.dispose(); streamed.dispose();
     for (const [name, fn] of Object.entries(handlers)) model.off(name, fn);
     try { model.send({ kind: "bye", view: id }); } catch (_) { /* the kernel is gone */ }
   };
