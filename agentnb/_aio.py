@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -148,10 +149,31 @@ def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
+_alone: contextvars.ContextVar[bool] = contextvars.ContextVar("agentnb_alone", default=False)
+
+
+async def alone(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` as a sync call's only work: its caller is blocked on it, so a store
+    call inside may block the loop rather than hop to a thread and back
+    (:meth:`~agentnb.store.base.Checkpointer.offload`). What ``run.run()`` and the other
+    one-run sync twins wrap their coroutine in; tasks it starts inherit the mark."""
+    token = _alone.set(True)
+    try:
+        return await coro
+    finally:
+        _alone.reset(token)
+
+
+def driving_alone() -> bool:
+    """True inside :func:`alone`: nothing else waits on this loop for the caller's sake."""
+    return _alone.get()
+
+
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     """Iterate an async iterator from synchronous code, one :func:`run_sync` per item.
 
-    Closing the returned generator early closes ``agen`` too, so its cleanup runs.
+    Closing the returned generator early closes ``agen`` too, so its cleanup runs. Each
+    item is a sync call's only work (:func:`alone`): the caller waits for it.
     """
 
     async def next_item() -> tuple[bool, T | None]:
@@ -163,7 +185,7 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     finished = False
     try:
         while True:
-            more, item = run_sync(next_item())
+            more, item = run_sync(alone(next_item()))
             if not more:
                 finished = True
                 return

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -19,6 +21,7 @@ from agentnb import (
     SqliteCheckpointer,
     StepResult,
 )
+from agentnb._aio import run_sync
 from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.testing import ThrowawayPostgres
 
@@ -36,10 +39,61 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Che
 
 
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, store_face: str
+) -> Iterator[Checkpointer]:
     """Each checkpointer backend in turn: the contract suite runs against all of them."""
     with make_store(request.param, tmp_path, request) as s:
-        yield s
+        yield async_face(s) if store_face == "async" else s
+
+
+@pytest.fixture
+def store_face() -> str:
+    """How tests reach the store: ``"sync"``; a module that defines its own ``store_face``
+    fixture with ``"async"`` too runs each test again through the awaitable twins."""
+    return "sync"
+
+
+TWINS = tuple(
+    name[1:]
+    for name, fn in vars(Checkpointer).items()
+    if name.startswith("a") and asyncio.iscoroutinefunction(fn) and hasattr(Checkpointer, name[1:])
+)
+"""The contract methods with an awaitable twin (``a`` + name) the driver and Worker await."""
+
+_in_twin: contextvars.ContextVar[bool] = contextvars.ContextVar("in_twin", default=False)
+
+
+def _through_twin(name: str, sync: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(sync)
+    def call(self: Checkpointer, *args: Any, **kwargs: Any) -> Any:
+        if _in_twin.get():  # the twin's offload calling the real method
+            return sync(self, *args, **kwargs)
+        return run_sync(getattr(self, "a" + name)(*args, **kwargs))
+
+    return call
+
+
+def async_face(store: Checkpointer) -> Checkpointer:
+    """The same store, its twinned methods answering through their awaitable twins.
+
+    Every sync call of a :data:`TWINS` method (from a test, a Run, the driver) runs the
+    twin on a loop; the twin's :meth:`~Checkpointer.offload` reaches the real method (in a
+    worker thread: the memory store too is made ``blocking`` here, so its lock is what
+    keeps it consistent). The contract suite runs unchanged through it."""
+    base = type(store)
+
+    async def offload(self: Checkpointer, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        token = _in_twin.set(True)  # to_thread copies the context: the thread sees it
+        try:
+            return await base.offload(self, fn, *args, **kwargs)
+        finally:
+            _in_twin.reset(token)
+
+    namespace: dict[str, Any] = {name: _through_twin(name, getattr(base, name)) for name in TWINS}
+    namespace.update(offload=offload, blocking=True)
+    store.__class__ = type("Async" + base.__name__, (base,), namespace)
+    return store
 
 
 def server_missing(reason: str, environ: Mapping[str, str] = os.environ) -> NoReturn:

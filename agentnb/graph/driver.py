@@ -132,13 +132,13 @@ class Driver:
         # next() on a count is atomic: tasks in threads draw their numbers safely.
         return Event(self.run_id, next(self._seqs), step, type, node, payload, time.time())
 
-    def _commit(
+    async def _commit(
         self,
         change: StepCommit,
         state: dict[str, Any] | None = None,
         frontier: Frontier | None = None,
     ) -> None:
-        self.store.commit(
+        await self.store.acommit(
             self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds
         )
         self.released = change.release
@@ -149,11 +149,11 @@ class Driver:
         if self.workflow.listeners:
             self.workflow._notify(change.events)
 
-    def _stop(
+    async def _stop(
         self, status: Status, node: str, step: int, event: Event, error: BaseException | None
     ) -> Event:
         """Commit a run-ending (or cancelling) change: state untouched, lease released."""
-        self._commit(
+        await self._commit(
             StepCommit(
                 status,
                 node,
@@ -165,18 +165,18 @@ class Driver:
         )
         return event
 
-    def _fail(self, node: str, step: int, error: BaseException) -> None:
-        self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
+    async def _fail(self, node: str, step: int, error: BaseException) -> None:
+        await self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
 
     async def drive(self, max_supersteps: int | None) -> AsyncIterator[Event | Emitted]:
         wf = self.workflow
-        record = self.store.acquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
+        record = await self.store.aacquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
         start = self.start.record
         if record.step != start.step or record.seq != start.seq:
             # Another worker moved the run, or another process decided it (perhaps with an
             # edited state): what is in memory may not be its last checkpoint.
-            cp = self.store.checkpoint(self.run_id)
+            cp = await self.store.acheckpoint(self.run_id)
             self.state = cp.state
             self.frontier = Frontier.at(cp.node, cp.tasks)
             self.chain = None
@@ -190,7 +190,7 @@ class Driver:
                 yield event
         finally:
             if not self.released:
-                self.store.release(self.run_id, self.fence)
+                await self.store.arelease(self.run_id, self.fence)
 
     async def _loop(
         self, record: RunRecord, max_supersteps: int | None
@@ -202,7 +202,7 @@ class Driver:
             # A decision taken on this run (the CLI, a panel) about a pause inside one of
             # its subgraphs is passed down to the subgraph's run (see drive_child).
             self.approvals = {"": record.decided_by}
-            for row in self.store.pending_tasks(self.run_id):
+            for row in await self.store.apending_tasks(self.run_id):
                 if row.status == "approved" and row.decided_by:
                     self.approvals[row.task_id] = row.decided_by
         state = self.state
@@ -232,14 +232,14 @@ class Driver:
                     gated = None
                     decided = [
                         p
-                        for p in self.store.pending_tasks(self.run_id)
+                        for p in await self.store.apending_tasks(self.run_id)
                         if p.step == step and p.status == "approved"
                     ]
                     approved_ids = {p.task_id for p in decided}
                     self.edits = {p.task_id: p.update for p in decided if p.update is not None}
                     held = [t for t in tasks if t.node in before and t.id not in approved_ids]
                 if not tasks:
-                    yield self._finish(state, step)
+                    yield await self._finish(state, step)
                     return
                 head = tasks[0].node
                 if max_supersteps is not None and executed >= max_supersteps:
@@ -248,12 +248,12 @@ class Driver:
                     return
                 if step >= record.max_steps:
                     budget = StepBudgetExhausted(self.run_id, record.max_steps, head)
-                    yield self._stop(
+                    yield await self._stop(
                         Status.FAILED, head, step, self._failed(head, step, budget), budget
                     )
                     raise budget
                 if gated is not None and not approved:
-                    yield self._pause(gated, step, state)
+                    yield await self._pause(gated, step, state)
                     return
                 approved = False
 
@@ -278,10 +278,10 @@ class Driver:
                                     break
                             delta = running.result()
                     except _Failure as failure:
-                        self._fail(node, step, failure.error)
+                        await self._fail(node, step, failure.error)
                         raise failure.error from failure.error.__cause__
                     except (Asked, ChildPaused) as asked:
-                        hold = self._hold([tasks[0]], step, state, {node: asked}, rows=False)
+                        hold = await self._hold([tasks[0]], step, state, {node: asked}, rows=False)
                         for event in hold:
                             yield event
                         return
@@ -293,10 +293,10 @@ class Driver:
                     reduce = node not in wf.nested  # a subgraph merged its keys already
                     if reduce:
                         appended = _appended(delta, wf.reducers)
-                    new_state = self._merge_one(node, step, state, delta, reduce)
+                    new_state = await self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
                     if simple is None:
-                        new_frontier, leads = self._route(tasks, step, new_state, ())
+                        new_frontier, leads = await self._route(tasks, step, new_state, ())
                         lead = leads[node]
                     else:
                         nxt, lead = simple, [simple]
@@ -316,11 +316,13 @@ class Driver:
                         return  # a subgraph advanced one superstep of its own: not done
                     if held or questions:
                         waiting = [t for t in tasks if t in held or t.id in questions]
-                        for event in self._hold(waiting, step, state, questions):
+                        for event in await self._hold(waiting, step, state, questions):
                             yield event
                         return
-                    new_state = self._merge(tasks, results, head, step, state)
-                    new_frontier, leads = self._route(tasks, step, new_state, frontier.waiting)
+                    new_state = await self._merge(tasks, results, head, step, state)
+                    new_frontier, leads = await self._route(
+                        tasks, step, new_state, frontier.waiting
+                    )
                     events = sorted(self.pending, key=_seq)
                     events += [
                         self._update(t.id, t.node, step + 1, results[t.id], leads[t.id])
@@ -376,7 +378,7 @@ class Driver:
                     change = StepCommit(
                         _RUNNING, nxt_head, step, events, checkpoint, settles=settles
                     )
-                self._commit(change, new_state, new_frontier)
+                await self._commit(change, new_state, new_frontier)
                 self.chain = chain
                 state = new_state
                 for event in events:
@@ -395,10 +397,10 @@ class Driver:
                 cancelled = self._event(
                     EventType.CANCELLED, where, step, {"reason": type(exc).__name__}
                 )
-                self._stop(Status.CANCELLED, where, step, cancelled, None)
+                await self._stop(Status.CANCELLED, where, step, cancelled, None)
             raise
 
-    def _merge(
+    async def _merge(
         self,
         tasks: Sequence[Task],
         results: dict[str, dict[str, Any]],
@@ -420,11 +422,11 @@ class Driver:
                 replacing=nested,
             )
         except (ConflictingUpdate, InvalidState) as exc:
-            self._fail(head, step, exc)
+            await self._fail(head, step, exc)
             raise
         except Exception as exc:  # a custom reducer raised
             error = NodeFailed(self.run_id, head, step, exc)
-            self._fail(head, step, error)
+            await self._fail(head, step, error)
             raise error from exc
 
     def _checkpoint(
@@ -455,7 +457,7 @@ class Driver:
             payload["task"] = task
         return self._event(_STATE_UPDATE, node, step, payload)
 
-    def _merge_one(
+    async def _merge_one(
         self,
         node: str,
         step: int,
@@ -467,14 +469,14 @@ class Driver:
         try:
             return apply_delta(state, delta, self.workflow.reducers if reduce else {})
         except InvalidState as exc:
-            self._fail(node, step, exc)
+            await self._fail(node, step, exc)
             raise
         except Exception as exc:  # a custom reducer raised
             error = NodeFailed(self.run_id, node, step, exc)
-            self._fail(node, step, error)
+            await self._fail(node, step, error)
             raise error from exc
 
-    def _route(
+    async def _route(
         self,
         tasks: Sequence[Task],
         step: int,
@@ -485,7 +487,7 @@ class Driver:
             view = StateCopy(state)  # routers read it; a router's changes stay in it
             return advance(self.workflow, tasks, view, waiting, run_id=self.run_id)
         except RoutingError as exc:
-            self._fail(exc.node, step, exc)
+            await self._fail(exc.node, step, exc)
             raise
 
     # -- a superstep of several tasks ------------------------------------------------------
@@ -503,7 +505,7 @@ class Driver:
         A task that asks a question (``ctx.interrupt``) ends in ``questions``; the others
         go on.
         """
-        saved = {w.task_id: w for w in self.store.pending_writes(self.run_id, step)}
+        saved = {w.task_id: w for w in await self.store.apending_writes(self.run_id, step)}
         self.pending = []
         for task in tasks:
             write = saved.get(task.id)
@@ -521,7 +523,7 @@ class Driver:
             yield event
         limit = asyncio.Semaphore(self.workflow.max_concurrency)
         buffers: dict[str, list[Event]] = {t.id: [] for t in todo}
-        inputs = {t.id: self._edited(t, step, state) for t in todo}
+        inputs = {t.id: await self._edited(t, step, state) for t in todo}
 
         async def run(task: Task) -> dict[str, Any] | Asked | ChildPaused | ChildStepped:
             buffer = buffers[task.id]
@@ -560,7 +562,7 @@ class Driver:
                     write = PendingWrite(
                         self.run_id, step, task.id, task.node, delta, events, time.time()
                     )
-                    self.store.save_write(self.run_id, self.fence, write)
+                    await self.store.asave_write(self.run_id, self.fence, write)
                     results[task.id] = delta
                     self.ran[task.id] = delta
                     self.pending += events
@@ -568,7 +570,7 @@ class Driver:
                         yield event
         except _Failure as failure:
             self.pending += [e for t in running.values() for e in buffers[t.id]]
-            self._fail(failure.node, step, failure.error)
+            await self._fail(failure.node, step, failure.error)
             raise failure.error from failure.error.__cause__
         finally:
             for future in running:
@@ -576,7 +578,9 @@ class Driver:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    def _edited(self, task: Task, step: int, state: dict[str, Any]) -> tuple[Task, dict[str, Any]]:
+    async def _edited(
+        self, task: Task, step: int, state: dict[str, Any]
+    ) -> tuple[Task, dict[str, Any]]:
         """A task and its input: the superstep's state, with its approval's edit merged
         in if it was approved with one (``run.approve(task=..., update=...)``); for a
         Send, over its payload. (The node still gets a copy: see ``_invoke``.)"""
@@ -584,7 +588,7 @@ class Driver:
         if edit is None:
             return task, state
         given = {**state, **json_copy(task.payload or {})}
-        edited = self._merge_one(task.node, step, given, edit)
+        edited = await self._merge_one(task.node, step, given, edit)
         return dataclasses.replace(task, payload=None), edited
 
     def _state_edits(self, tasks: Sequence[Task]) -> list[tuple[str, dict[str, Any]]]:
@@ -774,7 +778,7 @@ class Driver:
         payload = {"error": describe(cause), "raised": describe(error)}
         return self._event(EventType.FAILED, node, step, payload)
 
-    def _pause(self, node: str, step: int, state: dict[str, Any]) -> Event:
+    async def _pause(self, node: str, step: int, state: dict[str, Any]) -> Event:
         """Pause before ``node`` with the state unchanged (entry interrupt, continued run)."""
         state_json = dumps(state)
         digest = pending_digest(self.run_id, node, step, state_json)
@@ -784,12 +788,12 @@ class Driver:
             step,
             {"when": "before", "after": None, "digest": digest, "state": loads(state_json)},
         )
-        self._commit(
+        await self._commit(
             StepCommit(Status.PENDING, node, step, [event], pending_digest=digest, release=True)
         )
         return event
 
-    def _hold(
+    async def _hold(
         self,
         held: Sequence[Task],
         step: int,
@@ -837,12 +841,12 @@ class Driver:
             release=True,
             holds=holds if rows else (),
         )
-        self._commit(change)
+        await self._commit(change)
         return paused
 
-    def _finish(self, state: dict[str, Any], step: int) -> Event:
+    async def _finish(self, state: dict[str, Any], step: int) -> Event:
         event = self._event(EventType.COMPLETED, END, step, {"state": json_copy(state)})
-        self._commit(StepCommit(Status.COMPLETED, END, step, [event], release=True))
+        await self._commit(StepCommit(Status.COMPLETED, END, step, [event], release=True))
         return event
 
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentnb._aio import iterate_sync, run_sync
+from agentnb._aio import alone, iterate_sync, run_sync
 from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
 from agentnb.errors import (
@@ -845,7 +845,7 @@ class Run(Drawable, HasTimeline, Viewable):
 
     def step(self) -> StepResult:
         """Sync twin of :meth:`astep`."""
-        return run_sync(self.astep())
+        return run_sync(alone(self.astep()))
 
     async def arun(self) -> Run:
         """Drive the run until it pauses for approval or finishes; returns this run."""
@@ -855,7 +855,7 @@ class Run(Drawable, HasTimeline, Viewable):
 
     def run(self) -> Run:
         """Sync twin of :meth:`arun`."""
-        return run_sync(self.arun())
+        return run_sync(alone(self.arun()))
 
     def astream(self, *, mode: str = "events") -> AsyncIterator[Any]:
         """Drive the run to the next pause or the end, yielding as things happen.

@@ -70,8 +70,8 @@ async def drive_child(
     child_workflow = workflow._child(task.node)
     name = child_id(run_id, task, step)
     start = _input(spec, state, task.payload)
-    try:
-        child = Run._attach(child_workflow, name)
+    try:  # read off the loop; a new child's start (and its listeners) stays on it
+        child = await workflow.checkpointer.offload(Run._attach, child_workflow, name)
     except RunNotFound:
         child = Run._create(child_workflow, start, name)
     if approved_by and child._record.status == Status.PENDING and not child._questions():

@@ -4,6 +4,9 @@ One worker is one event loop in one process: it claims up to ``concurrency`` run
 time (:meth:`~agentnb.Checkpointer.claim`, atomic, so any number of workers on any number
 of machines share one store without two driving a run), drives each as a task on the
 loop — a node awaiting I/O lets the others run — and claims again as slots free up.
+Every store call it and the driver make is awaited (the store's async face,
+:meth:`~agentnb.Checkpointer.acommit` and its siblings), so a slow store write holds a
+thread, never the loop the other runs share.
 Runnable work is what :mod:`agentnb.store.claims` says: runs queued by
 ``workflow.submit``, runs approved or answered by a person anywhere (a panel, the CLI,
 another kernel), runs whose worker died (their lease expired) — and, for the statecharts
@@ -216,7 +219,7 @@ class Worker:
                 timers: list[TimerClaim] = []
                 if free > 0:
                     try:
-                        claimed, timers = await asyncio.to_thread(self._claim, free)
+                        claimed, timers = await self._claim(free)
                     except StoreError as exc:  # e.g. locked past busy_timeout: back off
                         log.warning("claiming: %s", exc)
                     for record in claimed:
@@ -268,44 +271,47 @@ class Worker:
             held = [k for k in [*self._driving, *self._continuing] if not k.startswith("timers:")]
             if held:
                 try:
-                    await asyncio.to_thread(
-                        self.store.renew, self.owner, held, lease_seconds=self.lease_seconds
-                    )
+                    await self.store.arenew(self.owner, held, lease_seconds=self.lease_seconds)
                 except AgentnbError as exc:  # the next beat tries again; the lease is the limit
                     log.warning("renewing leases: %s: %s", type(exc).__name__, exc)
 
-    def _claim(self, free: int) -> tuple[list[RunRecord], list[TimerClaim]]:
-        """Worker thread: runs first, then due timers for the slots left."""
+    async def _claim(self, free: int) -> tuple[list[RunRecord], list[TimerClaim]]:
+        """Runs first, then due timers for the slots left."""
+        store, owner, lease = self.store, self.owner, self.lease_seconds
         runs = (
-            self.store.claim(self.owner, self.graphs, limit=free, lease_seconds=self.lease_seconds)
+            await store.aclaim(owner, self.graphs, limit=free, lease_seconds=lease)
             if self.graphs
             else []
         )
         left = free - len(runs)
         timers = (
-            self.store.claim_timers(
-                self.owner, list(self.machines), limit=left, lease_seconds=self.lease_seconds
-            )
+            await store.aclaim_timers(owner, list(self.machines), limit=left, lease_seconds=lease)
             if self.machines and left > 0
             else []
         )
         return runs, timers
 
     def _fire(self, due: TimerClaim) -> None:
-        task = asyncio.ensure_future(asyncio.to_thread(self._fire_due, due))
+        task = asyncio.ensure_future(self._fire_due(due))
         key = f"timers:{due.instance_id}"
         self._driving[key] = task
         task.add_done_callback(lambda _: self._driving.pop(key, None))
 
-    def _fire_due(self, due: TimerClaim) -> None:
-        """Worker thread: fire the instance's due timers, each its own committed step."""
+    async def _fire_due(self, due: TimerClaim) -> None:
+        """Fire the instance's due timers, each its own committed step, then give it back.
+
+        The machine's sync API runs in a thread of its own: it runs the chart's actions
+        (user code) and its own store writes, not only a store call."""
         try:
-            instance = self.machines[due.machine].resume(due.instance_id, store=self.store)
-            self._count(timers=len(instance.run_due()))
+            self._count(timers=await asyncio.to_thread(self._run_due, due))
         except AgentnbError as exc:
             log.warning("instance %s: %s: %s", due.instance_id, type(exc).__name__, exc)
         finally:
-            self.store.release_timers(due.instance_id, self.owner)
+            await self.store.arelease_timers(due.instance_id, self.owner)
+
+    def _run_due(self, due: TimerClaim) -> int:
+        instance = self.machines[due.machine].resume(due.instance_id, store=self.store)
+        return len(instance.run_due())
 
     def _start(self, record: RunRecord) -> None:
         if record.run_id in self._driving:
@@ -328,13 +334,8 @@ class Worker:
         """Claim ``run_id`` if it is runnable (approved, queued, or its worker is gone) and
         drive it to its next pause or its end, yielding its events; yields nothing when
         another worker has it or it is not runnable. What a panel does after a decision."""
-        claimed = await asyncio.to_thread(
-            self.store.claim,
-            self.owner,
-            self.graphs,
-            limit=1,
-            lease_seconds=self.lease_seconds,
-            run_ids=[run_id],
+        claimed = await self.store.aclaim(
+            self.owner, self.graphs, limit=1, lease_seconds=self.lease_seconds, run_ids=[run_id]
         )
         if not claimed:
             return
@@ -355,7 +356,7 @@ class Worker:
         wf = self.workflows[record.graph]
         run_id = record.run_id
         try:
-            run = wf.attach(run_id)
+            run = await self.store.offload(wf.attach, run_id)
             run.owner = self.owner  # the claim's lease: the driver's acquire keeps it
             async for event in run._drive(None, halt=self._halting):
                 if event.type == "state_update":
@@ -370,17 +371,17 @@ class Worker:
         except Exception as exc:  # a node's own exception, recorded failed by the driver
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
         try:
-            await asyncio.to_thread(self._settle, run_id, record.fence)
+            await self._settle(run_id, record.fence)
         except AgentnbError as exc:  # deleted meanwhile, or the store is gone
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
 
-    def _settle(self, run_id: str, claimed_fence: int) -> None:
-        final = self.store.get_run(run_id)
+    async def _settle(self, run_id: str, claimed_fence: int) -> None:
+        final = await self.store.aget_run(run_id)
         if final.fence < claimed_fence:  # pragma: no cover - fences only grow
             return
         if final.lease_owner == self.owner:  # the drive ended before it acquired
-            self.store.release(run_id, final.fence)
-            final = self.store.get_run(run_id)
+            await self.store.arelease(run_id, final.fence)
+            final = await self.store.aget_run(run_id)
         if final.status == Status.COMPLETED:
             self._count(completed=1)
         elif final.status == Status.PENDING:
@@ -390,6 +391,6 @@ class Worker:
         elif (
             final.status == Status.RUNNING
             and final.lease_owner is None
-            and self.store.requeue(run_id, final.fence)
+            and await self.store.arequeue(run_id, final.fence)
         ):
             self._count(requeued=1)

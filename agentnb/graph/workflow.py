@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentnb._aio import iterate_sync, run_sync
+from agentnb._aio import alone, iterate_sync, run_sync
 from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb._listeners import Listeners
@@ -352,7 +352,7 @@ class Workflow(Drawable):
 
     def invoke(self, state: Mapping[str, Any] | None = None) -> Run:
         """Start a run and drive it until it pauses or ends; returns the run."""
-        return run_sync(self.ainvoke(state))
+        return run_sync(alone(self.ainvoke(state)))
 
     async def ainvoke(self, state: Mapping[str, Any] | None = None) -> Run:
         """Async twin of :meth:`invoke`."""

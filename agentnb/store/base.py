@@ -23,8 +23,14 @@ Decisions, refused attempts and the effect ledger are committed durably (SQLite:
 ``synchronous=FULL`` at least, whatever the level for steps): they are what a person or a
 payment relies on.
 
-The contract is synchronous: SQLite is, and a step's write is short. The runtime calls it
-from its async code directly.
+Each method the runtime calls while driving runs has an awaitable twin named with an ``a``
+(:meth:`Checkpointer.acommit` for :meth:`Checkpointer.commit`, ...): the driver and the
+:class:`~agentnb.Worker` await those, so a slow store (a busy SQLite file, a database over a
+network) never blocks the event loop on which one worker drives hundreds of runs. By
+default a twin runs its sync method in a worker thread (:meth:`Checkpointer.offload`); a
+store that never waits (the memory store: :attr:`Checkpointer.blocking` is false) calls it
+directly, and a backend with a native async driver may override the twins. The sync
+methods stay, for scripts, notebooks and the CLI.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from __future__ import annotations
 import hashlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Self, TypeVar
 
+from agentnb._aio import driving_alone
 from agentnb._json import dumps
 from agentnb.errors import ApprovalNotPending, ConflictingEdit, InvalidDecision, StaleApproval
 from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
@@ -77,6 +84,9 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +397,107 @@ class Checkpointer(ABC):
         import asyncio
 
         await asyncio.sleep(timeout)
+
+    # -- the async face: what the driver and the Worker await ------------------------------
+
+    blocking: ClassVar[bool] = True
+    """Whether this store's sync methods may wait (on a disk, a lock held by another
+    process, a network). Then the async twins run them in a worker thread and the event
+    loop goes on meanwhile; a store that never waits sets it false and its twins call them
+    directly (no thread hop per step)."""
+
+    async def offload(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Call ``fn`` — sync code that uses this store — without blocking the event loop:
+        in a worker thread when the store is :attr:`blocking`, else directly. What every
+        default twin does; the store must be safe to use from another thread (SQLite: one
+        connection under a lock; memory: its lock).
+
+        A one-run sync call (``run.run()``, ``run.step()``, ``workflow.invoke()``) blocks
+        its caller anyway: inside it (:func:`agentnb._aio.alone`) ``fn`` is called
+        directly too, sparing a step the thread hop (about as long as a SQLite write)."""
+        if not self.blocking or driving_alone():
+            return fn(*args, **kwargs)
+        import asyncio  # here: importing agentnb does not import asyncio
+
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def aget_run(self, run_id: str) -> RunRecord:
+        """Awaitable twin of :meth:`get_run`."""
+        return await self.offload(self.get_run, run_id)
+
+    async def aacquire(
+        self, run_id: str, owner: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> RunRecord:
+        """Awaitable twin of :meth:`acquire`."""
+        return await self.offload(self.acquire, run_id, owner, lease_seconds=lease_seconds)
+
+    async def acommit(
+        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
+    ) -> None:
+        """Awaitable twin of :meth:`commit`."""
+        await self.offload(self.commit, run_id, fence, change, lease_seconds=lease_seconds)
+
+    async def arelease(self, run_id: str, fence: int) -> None:
+        """Awaitable twin of :meth:`release`."""
+        await self.offload(self.release, run_id, fence)
+
+    async def acheckpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
+        """Awaitable twin of :meth:`checkpoint`."""
+        return await self.offload(self.checkpoint, run_id, step)
+
+    async def asave_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
+        """Awaitable twin of :meth:`save_write`."""
+        await self.offload(self.save_write, run_id, fence, write)
+
+    async def apending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
+        """Awaitable twin of :meth:`pending_writes`."""
+        return await self.offload(self.pending_writes, run_id, step)
+
+    async def apending_tasks(self, run_id: str) -> list[PendingTask]:
+        """Awaitable twin of :meth:`pending_tasks`."""
+        return await self.offload(self.pending_tasks, run_id)
+
+    async def aclaim(
+        self,
+        owner: str,
+        graphs: Mapping[str, str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        """Awaitable twin of :meth:`claim`."""
+        return await self.offload(
+            self.claim, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
+        )
+
+    async def arenew(
+        self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> list[str]:
+        """Awaitable twin of :meth:`renew`."""
+        return await self.offload(self.renew, owner, run_ids, lease_seconds=lease_seconds)
+
+    async def arequeue(self, run_id: str, fence: int) -> bool:
+        """Awaitable twin of :meth:`requeue`."""
+        return await self.offload(self.requeue, run_id, fence)
+
+    async def aclaim_timers(
+        self,
+        owner: str,
+        machines: Sequence[str],
+        *,
+        limit: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        now: float | None = None,
+    ) -> list[TimerClaim]:
+        """Awaitable twin of :meth:`claim_timers`."""
+        return await self.offload(
+            self.claim_timers, owner, machines, limit=limit, lease_seconds=lease_seconds, now=now
+        )
+
+    async def arelease_timers(self, instance_id: str, owner: str) -> None:
+        """Awaitable twin of :meth:`release_timers`."""
+        await self.offload(self.release_timers, instance_id, owner)
 
     # -- supersteps ----------------------------------------------------------------------
 

@@ -86,6 +86,8 @@ class MemoryCheckpointer(Checkpointer):
             decisions made through this store; JupyterHub's user or the OS user by default.
     """
 
+    blocking = False  # its calls only take its own lock: the async twins await nothing
+
     def __init__(self, *, identity: IdentityProvider | None = None) -> None:
         provider = check_provider(identity, "MemoryCheckpointer")
         if provider is not None:

@@ -31,6 +31,8 @@ from agentnb.store import PendingRun
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
 from agentnb.store.records import Event, PendingWrite, RunRecord
 
+ASYNC_FACE = True  # every test again through the awaitable twins (tests/conftest.py)
+
 
 def pending_run(store: Checkpointer, refunds: list[int] | None = None) -> Run:
     run = build_refund_workflow(store, refunds).start({"requested": 1000})

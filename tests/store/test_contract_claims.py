@@ -20,6 +20,8 @@ from agentnb.store.records import Event, RunRecord
 
 GRAPHS = {"g": "s"}
 
+ASYNC_FACE = True  # every test again through the awaitable twins (tests/conftest.py)
+
 
 def submitted(
     store: Checkpointer, run_id: str, status: Status = Status.QUEUED, **row: object

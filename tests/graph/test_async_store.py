@@ -1,0 +1,157 @@
+"""The driver and the Worker await the store: a slow store never blocks their event loop.
+
+The contract suite itself runs through the awaitable twins too (``ASYNC_FACE`` in
+tests/store/test_contract*.py, the adapter in tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph, Status, Worker
+from agentnb._aio import alone
+from agentnb.store.base import StepCommit
+
+RUNS = 200
+BLOCKING = 0.05  # seconds each commit holds its thread, as a busy file or a network would
+
+
+class SlowCommits(MemoryCheckpointer):
+    """A store whose every step write blocks its caller for 50 ms, and says what the
+    event loop did meanwhile: the ticks a heartbeat on that loop counted during each
+    commit, and how many commits were in flight at once."""
+
+    blocking = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticks = 0  # bumped by the heartbeat, on the loop
+        self.seen: list[int] = []  # per commit: ticks counted while it blocked
+        self.writing = 0
+        self.overlap = 0
+        self.threads: set[int] = set()
+        self._gauge = threading.Lock()
+
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
+        with self._gauge:
+            self.writing += 1
+            self.overlap = max(self.overlap, self.writing)
+            self.threads.add(threading.get_ident())
+        before = self.ticks
+        time.sleep(BLOCKING)  # the store's own cost, not a wait for a condition
+        self.seen.append(self.ticks - before)
+        with self._gauge:
+            self.writing -= 1
+        super().commit(run_id, fence, change, lease_seconds=lease_seconds)
+
+
+def slow_flow(store: SlowCommits, inflight: dict[str, int]) -> Any:
+    async def call(state: dict[str, Any]) -> dict[str, Any]:
+        inflight["now"] += 1
+        inflight["peak"] = max(inflight["peak"], inflight["now"])
+        await asyncio.sleep(BLOCKING)  # an API call
+        inflight["now"] -= 1
+        return {"done": True}
+
+    g = StateGraph("slow")
+    g.add_node("call", call)
+    g.set_entry_point("call")
+    return g.compile(store)
+
+
+def test_a_slow_store_does_not_block_the_loop_of_a_worker_driving_200_runs() -> None:
+    store = SlowCommits()
+    inflight = {"now": 0, "peak": 0}
+    wf = slow_flow(store, inflight)
+    runs = [wf.submit({}) for _ in range(RUNS)]
+    worker = Worker(wf, concurrency=RUNS)
+
+    async def main() -> None:
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(0.001)
+                store.ticks += 1
+
+        beating = asyncio.ensure_future(heartbeat())
+        try:
+            await worker.arun(until_idle=True)
+        finally:
+            beating.cancel()
+
+    asyncio.run(main())
+    assert [store.get_run(r.run_id).status for r in runs] == [Status.COMPLETED] * RUNS
+    assert len(store.seen) == RUNS
+    # Every commit blocked a thread of its own, never the loop: the heartbeat on the loop
+    # kept ticking during each one, and commits overlapped (on the loop they would queue).
+    assert min(store.seen) > 0, sorted(store.seen)[:10]
+    assert store.overlap > 1
+    assert threading.main_thread().ident not in store.threads
+    assert inflight["peak"] > RUNS // 2  # the nodes' awaits overlapped too
+
+
+def test_a_blocking_store_answers_its_twins_from_a_worker_thread(tmp_path: Any) -> None:
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        seen: list[int] = []
+
+        def where() -> int:
+            seen.append(threading.get_ident())
+            return len(store.list_runs())
+
+        async def main() -> int:
+            return await store.offload(where)
+
+        assert asyncio.run(main()) == 0
+        assert seen != [threading.get_ident()]
+        assert asyncio.run(store.aclaim("me", {"g": "s"})) == []
+
+
+def test_the_memory_store_and_a_one_run_sync_call_answer_on_the_loop(tmp_path: Any) -> None:
+    seen: list[int] = []
+
+    def where() -> int:
+        seen.append(threading.get_ident())
+        return 1
+
+    async def main(store: Any, *, sole: bool) -> int:
+        return int(await (alone(store.offload(where)) if sole else store.offload(where)))
+
+    asyncio.run(main(MemoryCheckpointer(), sole=False))
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        asyncio.run(main(store, sole=True))  # run.run() blocks its caller anyway
+    assert seen == [threading.get_ident()] * 2
+
+
+class WhereCommits(SqliteCheckpointer):
+    """SQLite, noting the thread of each step write."""
+
+    threads: list[int]
+
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
+        self.threads.append(threading.get_ident())
+        super().commit(run_id, fence, change, lease_seconds=lease_seconds)
+
+
+def test_run_run_writes_its_steps_inline_and_an_awaited_run_off_the_loop(tmp_path: Any) -> None:
+    with WhereCommits(tmp_path / "runs.sqlite3") as store:
+        store.threads = []
+        g = StateGraph("two")
+        g.add_node("a", lambda s: {"n": 1})
+        g.add_node("b", lambda s: {"n": 2})
+        g.set_entry_point("a")
+        g.add_edge("a", "b")
+        wf = g.compile(store)
+        main = threading.get_ident()
+
+        wf.start({}).run()  # a sync call: its caller waits, the loop has nothing else
+        assert store.threads == [main, main]
+        for _ in wf.start({}).stream():
+            pass
+        assert store.threads[2:] == [main, main]
+
+        store.threads = []
+        asyncio.run(wf.start({}).arun())  # awaited: other tasks may share this loop
+        assert len(store.threads) == 2
+        assert main not in store.threads
