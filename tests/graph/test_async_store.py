@@ -7,13 +7,22 @@ tests/store/test_contract*.py, the adapter in tests/conftest.py).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from typing import Any
 
-from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph, Status, Worker
+from agentnb import (
+    Checkpointer,
+    MemoryCheckpointer,
+    SqliteCheckpointer,
+    StateGraph,
+    Status,
+    Worker,
+)
 from agentnb._aio import alone
 from agentnb.store.base import StepCommit
+from tests.conftest import TWINS
 
 RUNS = 200
 BLOCKING = 0.05  # seconds each commit holds its thread, as a busy file or a network would
@@ -155,3 +164,10 @@ def test_run_run_writes_its_steps_inline_and_an_awaited_run_off_the_loop(tmp_pat
         asyncio.run(wf.start({}).arun())  # awaited: other tasks may share this loop
         assert len(store.threads) == 2
         assert main not in store.threads
+
+
+def test_every_awaitable_twin_takes_what_its_sync_method_takes() -> None:
+    assert set(TWINS) >= {"acquire", "commit", "release", "checkpoint", "claim", "renew"}
+    for name in TWINS:
+        sync, twin = getattr(Checkpointer, name), getattr(Checkpointer, "a" + name)
+        assert inspect.signature(twin).parameters == inspect.signature(sync).parameters, name
