@@ -127,30 +127,44 @@ class NodeContext:
         return self._record(key, name, result)
 
     async def aonce(self, name: str, fn: Callable[[], Any]) -> Any:
-        """Async twin of :meth:`once`: ``fn()`` may return an awaitable."""
-        key, found = self._recorded(name)
+        """Async twin of :meth:`once`: ``fn()`` may return an awaitable. The ledger is
+        read and written through the store's awaitable twins (the loop goes on meanwhile)."""
+        key = self._key(name)
+        found = self._replayed(name, key, await self._store.arecorded_effect(key))
         if found is not _NOT_DONE:
             return found
         result = fn()
         if inspect.isawaitable(result):
             result = await result
-        return self._record(key, name, result)
+        text = dumps(result, root=f"ctx.once({name!r}) result")
+        stored = await self._store.arecord_effect(
+            key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
+        )
+        return self._done(name, key, stored)
 
-    def _recorded(self, name: str) -> tuple[str, Any]:
+    def _key(self, name: str) -> str:
         if not isinstance(name, str) or not name:
             raise AgentnbError(f"ctx.once({name!r}, ...): name the side effect with a string")
-        key = f"{self.idempotency_key}:{name}"
-        stored = self._store.recorded_effect(key)
+        return f"{self.idempotency_key}:{name}"
+
+    def _replayed(self, name: str, key: str, stored: str | None) -> Any:
         if stored is None:  # a recorded None is the JSON text "null", not None
-            return key, _NOT_DONE
+            return _NOT_DONE
         self._sink(EventType.EFFECT_REPLAYED, {"name": name, "key": key})
-        return key, loads(stored)
+        return loads(stored)
+
+    def _recorded(self, name: str) -> tuple[str, Any]:
+        key = self._key(name)
+        return key, self._replayed(name, key, self._store.recorded_effect(key))
 
     def _record(self, key: str, name: str, result: Any) -> Any:
         text = dumps(result, root=f"ctx.once({name!r}) result")
         stored = self._store.record_effect(
             key, run_id=self.run_id, step=self.step, node=self.node, name=name, result_json=text
         )
+        return self._done(name, key, stored)
+
+    def _done(self, name: str, key: str, stored: str) -> Any:
         self._sink(EventType.EFFECT, {"name": name, "key": key})
         return loads(stored)
 

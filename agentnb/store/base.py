@@ -499,6 +499,24 @@ class Checkpointer(ABC):
         """Awaitable twin of :meth:`release_timers`."""
         await self.offload(self.release_timers, instance_id, owner)
 
+    async def arecorded_effect(self, key: str) -> str | None:
+        """Awaitable twin of :meth:`recorded_effect` (``ctx.aonce`` reads the ledger)."""
+        return await self.offload(self.recorded_effect, key)
+
+    async def arecord_effect(
+        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
+    ) -> str:
+        """Awaitable twin of :meth:`record_effect`."""
+        return await self.offload(
+            self.record_effect,
+            key,
+            run_id=run_id,
+            step=step,
+            node=node,
+            name=name,
+            result_json=result_json,
+        )
+
     # -- supersteps ----------------------------------------------------------------------
 
     @abstractmethod

@@ -198,3 +198,38 @@ def test_every_awaitable_twin_takes_what_its_sync_method_takes() -> None:
     for name in TWINS:
         sync, twin = getattr(Checkpointer, name), getattr(Checkpointer, "a" + name)
         assert inspect.signature(twin).parameters == inspect.signature(sync).parameters, name
+
+
+class WhereEffects(SqliteCheckpointer):
+    """SQLite, noting the thread of each ledger read and write."""
+
+    threads: list[int]
+
+    def recorded_effect(self, key: str) -> str | None:
+        self.threads.append(threading.get_ident())
+        return super().recorded_effect(key)
+
+    def record_effect(self, key: str, **fields: Any) -> str:
+        self.threads.append(threading.get_ident())
+        return super().record_effect(key, **fields)
+
+
+def test_an_async_nodes_aonce_reads_and_writes_the_ledger_off_the_loop(tmp_path: Any) -> None:
+    with WhereEffects(tmp_path / "runs.sqlite3") as store:
+        store.threads = []
+        paid: list[int] = []
+
+        async def pay(state: dict[str, Any], ctx: Any) -> dict[str, Any]:
+            async def charge() -> int:
+                paid.append(1)
+                return 42
+
+            return {"receipt": await ctx.aonce("charge", charge)}
+
+        g = StateGraph("pay")
+        g.add_node("pay", pay)
+        g.set_entry_point("pay")
+        run = asyncio.run(g.compile(store).start({}).arun())
+        assert (run.state["receipt"], paid) == (42, [1])
+        assert len(store.threads) == 2  # one read (not done yet), one write
+        assert threading.get_ident() not in store.threads
