@@ -31,7 +31,11 @@ from agentnb.store import PendingRun
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
 from agentnb.store.records import Event, PendingWrite, RunRecord
 
-ASYNC_FACE = True  # every test again through the awaitable twins (tests/conftest.py)
+
+@pytest.fixture(params=["sync", "async"])
+def store_face(request: pytest.FixtureRequest) -> str:
+    """Every test here again through the awaitable twins (``async_face``, tests/conftest.py)."""
+    return str(request.param)
 
 
 def pending_run(store: Checkpointer, refunds: list[int] | None = None) -> Run:

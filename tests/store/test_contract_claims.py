@@ -20,7 +20,11 @@ from agentnb.store.records import Event, RunRecord
 
 GRAPHS = {"g": "s"}
 
-ASYNC_FACE = True  # every test again through the awaitable twins (tests/conftest.py)
+
+@pytest.fixture(params=["sync", "async"])
+def store_face(request: pytest.FixtureRequest) -> str:
+    """Every test here again through the awaitable twins (``async_face``, tests/conftest.py)."""
+    return str(request.param)
 
 
 def submitted(
