@@ -713,7 +713,8 @@ class Driver:
         return self._checked(node, step, result)
 
     def _streams(self, task: Task) -> Streams:
-        return Streams(self.workflow.keep_streams, self.live, self.run_id, task.node, task.id)
+        wf = self.workflow
+        return Streams(wf.keep_streams, self.live, self.run_id, task.node, task.id, wf.emitted)
 
     def _checked(self, node: str, step: int, result: Any) -> dict[str, Any]:
         """The node's result as a JSON delta (a copy), or a typed failure."""

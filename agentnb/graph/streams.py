@@ -8,6 +8,10 @@ in ``dropped``) — or nothing, with ``compile(..., keep_streams=False)``. A rea
 (async nodes, and sync nodes of a multi-task superstep, which run in threads; a sync node
 on the event loop's thread is seen when it returns). The live buffer is bounded too: a
 reader that falls :data:`LIVE` items behind loses the oldest, counted in ``Live.dropped``.
+
+Whoever drives the run, ``workflow.subscribe(listener, mode="custom")`` is told of every
+item as it is emitted (in the node's thread), so a panel shows a run's tokens live whether
+its own button, a cell's ``run.run()`` or an in-process :class:`~agentnb.Worker` drives it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentnb._listeners import Listeners
 
 __all__ = ["KEEP", "LIVE", "Emitted", "Live", "Streams"]
 
@@ -72,8 +79,9 @@ class Streams:
         run_id: str,
         node: str,
         task: str,
+        listeners: Listeners[[Emitted]] | None = None,
     ) -> None:
-        self.keep, self.live = keep, live
+        self.keep, self.live, self.listeners = keep, live, listeners
         self.run_id, self.node, self.task = run_id, node, task
         self.kept: dict[str, list[Any]] = {}
         self.counts: dict[str, int] = {}
@@ -84,8 +92,12 @@ class Streams:
             kept = self.kept.setdefault(kind, [])
             if len(kept) < KEEP:
                 kept.append(data)
-        if self.live is not None:
-            self.live.put(Emitted(self.run_id, self.node, self.task, kind, data, time.time()))
+        if self.live is not None or self.listeners:
+            item = Emitted(self.run_id, self.node, self.task, kind, data, time.time())
+            if self.live is not None:
+                self.live.put(item)
+            if self.listeners:
+                self.listeners.notify(item)
 
     def flush(self, sink: Callable[[str, dict[str, Any]], None]) -> None:
         """Record what was kept: one event per kind, in the order kinds first appeared."""

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from agentnb._aio import alone, iterate_sync, run_sync
 from agentnb._display import Drawable
 from agentnb._json import dumps
 from agentnb._listeners import Listeners
-from agentnb.errors import DefinitionError, RoutingError
+from agentnb.errors import AgentnbError, DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from agentnb.graph.run import Run
+    from agentnb.graph.streams import Emitted
 
 __all__ = ["Workflow"]
 
@@ -118,6 +119,7 @@ class Workflow(Drawable):
         self._children: dict[str, Workflow] = {}
         self.shape = _shape_digest(self)
         self.listeners: Listeners[[Event]] = Listeners("workflow")
+        self.emitted: Listeners[[Emitted]] = Listeners("workflow stream")
 
     def _child(self, node: str) -> Workflow:
         """The workflow of subgraph node ``node``, bound to this workflow's store."""
@@ -157,8 +159,23 @@ class Workflow(Drawable):
         """
         return vouched(self._identity or self.checkpointer.identity)
 
-    def subscribe(self, listener: Callable[[Event], object]) -> Callable[[], None]:
+    @overload
+    def subscribe(
+        self, listener: Callable[[Event], object], *, mode: Literal["events"] = "events"
+    ) -> Callable[[], None]: ...
+    @overload
+    def subscribe(
+        self, listener: Callable[[Emitted], object], *, mode: Literal["custom"]
+    ) -> Callable[[], None]: ...
+    def subscribe(
+        self, listener: Callable[[Any], object], *, mode: str = "events"
+    ) -> Callable[[], None]:
         """Call ``listener(event)`` for every event this process saves for this workflow.
+
+        With ``mode="custom"`` (the name ``astream`` uses), ``listener`` is told instead of
+        every item a node of this workflow emits (``ctx.emit``) in this process, as an
+        :class:`~agentnb.graph.streams.Emitted`, the moment it is emitted (in the node's
+        thread) — whoever drives the run.
 
         Listeners run after the event is committed, in the worker's thread, outside the
         store's locks; one that raises is reported with a :class:`RuntimeWarning` and does
@@ -166,6 +183,10 @@ class Workflow(Drawable):
         Events written by other processes are in the store: read them with
         ``checkpointer.events(run_id)``; in tests, :func:`agentnb.testing.capture_events`.
         """
+        if mode == "custom":
+            return self.emitted.add(listener)
+        if mode != "events":
+            raise AgentnbError(f"subscribe(mode={mode!r}): use mode='events' or mode='custom'")
         return self.listeners.add(listener)
 
     def _notify(self, events: Sequence[Event]) -> None:

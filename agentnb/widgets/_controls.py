@@ -25,7 +25,6 @@ from typing import Any
 from agentnb.errors import AgentnbError, DecisionError, RunBusy
 from agentnb.graph.builder import END
 from agentnb.graph.run import Run
-from agentnb.graph.streams import Emitted
 from agentnb.graph.worker import Worker
 from agentnb.store.records import Event, EventType, RunRecord, Status
 
@@ -63,7 +62,6 @@ class Controls:
         run: the run.
         wake: asks the view's relay for a refresh (thread-safe, cheap).
         continue_after_approval: continue runs approved by this view or elsewhere.
-        on_emit: told each item a node emits while this view drives (the kernel's thread).
     """
 
     def __init__(
@@ -72,11 +70,9 @@ class Controls:
         wake: Callable[[], None],
         *,
         continue_after_approval: bool,
-        on_emit: Callable[[Emitted], None] | None = None,
     ) -> None:
         self.run = run
         self.wake = wake
-        self.on_emit = on_emit
         self.continue_after_approval = continue_after_approval
         self.loop = running_loop()
         """The kernel's loop: where drives run (learnt at the first message if need be)."""
@@ -207,13 +203,11 @@ class Controls:
                     self.say(notice=f"Nothing ran: {result}.")
             elif kind == "run":
                 self._lit(self.run.node)
-                # In "custom" mode what nodes emit (ctx.emit) comes as they run.
-                async for item in self.run.astream(mode="custom"):
-                    if item.node != self._running:
-                        self._lit(item.node)
-                    if self.on_emit is not None:
-                        self.on_emit(item)
-                    self.wake()
+                # What nodes emit (ctx.emit) reaches the view through the workflow's
+                # stream listeners, however the run is driven; here only the lights.
+                async for event in self.run.astream():
+                    if event.type == EventType.NODE_START:
+                        self._lit(event.node)
             else:
                 # After a decision the run is continued the way every worker does it: claimed
                 # (so a Worker process that got there first keeps it), then driven.

@@ -39,6 +39,7 @@ import traitlets
 
 from agentnb.errors import StoreError
 from agentnb.graph.run import Run
+from agentnb.graph.streams import Emitted
 from agentnb.store.history import LazyCheckpoint
 from agentnb.store.records import Checkpoint, Event, EventType, Status
 from agentnb.widgets._controls import Controls, running_loop
@@ -162,12 +163,14 @@ class RunView(LiveView):
             run,
             self._relay.wake,
             continue_after_approval=continue_after_approval,
-            on_emit=self._tokens.add,
         )
         self.events_sent = 0
         """Log rows sent to the browser in live batches (replays not counted)."""
         self._refresh()  # the first state is there before anything is displayed
         self._unsubscribe = run.workflow.subscribe(self._controls.saw)
+        # What the run's nodes emit, whoever drives it in this kernel: this view's buttons,
+        # a cell's run.run(), a continuation after a decision, an in-process Worker.
+        self._unsubscribe_streams = run.workflow.subscribe(self._emitted, mode="custom")
         self.on_msg(self._on_msg)
         self._live = True
         self._relay.start()
@@ -180,11 +183,18 @@ class RunView(LiveView):
     def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
         return snapshot_bundle(self.run, id_prefix=id_prefix, note=note)
 
+    def _emitted(self, item: Emitted) -> None:
+        """An item a node of this workflow emitted (in the node's thread): ours, if its run."""
+        if item.run_id == self.run_id:
+            self._tokens.add(item)
+            self._relay.wake()
+
     def _detach(self) -> None:
-        unsubscribe = getattr(self, "_unsubscribe", None)  # None if __init__ failed early
-        if unsubscribe is not None:
-            with contextlib.suppress(ValueError):  # already unsubscribed
-                unsubscribe()
+        for name in ("_unsubscribe", "_unsubscribe_streams"):
+            unsubscribe = getattr(self, name, None)  # None if __init__ failed early
+            if unsubscribe is not None:
+                with contextlib.suppress(ValueError):  # already unsubscribed
+                    unsubscribe()
 
     def _relay_failed(self, exc: BaseException) -> None:
         self._controls.say(error=f"The view could not read the run: {type(exc).__name__}: {exc}")
@@ -222,8 +232,8 @@ class RunView(LiveView):
         # Every time, not only when a decision arrives: a refusal may be reported just after.
         self._controls.decided_up_to(self._decided_seq)
         busy, running, error, notice = self._controls.news()
-        if not busy:
-            self._tokens.finish()  # no drive here: nothing streams on
+        if record.lease_owner is None:  # nobody drives it (its lease is given back on a
+            self._tokens.finish()  # pause or at the end): nothing streams on
         # The state changes only when a step commits: read it then, not on every batch.
         changed_step = record.step != self._step
         state = self._store.checkpoint(self.run_id, record.step).state if changed_step else None

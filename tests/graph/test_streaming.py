@@ -149,3 +149,53 @@ def test_emit_each_streams_a_sync_iterator_and_hands_each_item_to_the_node() -> 
     wf = StateGraph("wf").add_node("talk", talk).set_entry_point("talk").compile()
     assert [i.data for i in wf.stream({}, mode="custom")] == ["a", "b", "c"]
     assert wf.invoke({}).state == {"said": "abc"}
+
+
+def test_a_stream_listener_hears_every_emitted_item_whoever_drives_the_run() -> None:
+    seen_in: list[str] = []
+
+    def talk(state: dict[str, Any], ctx: NodeContext) -> None:
+        ctx.emit("token", "sync")
+
+    async def atalk(state: dict[str, Any], ctx: NodeContext) -> None:
+        ctx.emit("token", "async")
+
+    g = StateGraph("heard").add_node("talk", talk).add_node("atalk", atalk)
+    wf = g.set_entry_point("talk").add_edge("talk", "atalk").compile()
+    heard: list[Emitted] = []
+
+    def listener(item: Emitted) -> None:
+        heard.append(item)
+        seen_in.append(threading.current_thread().name)
+
+    stop = wf.subscribe(listener, mode="custom")
+    run = wf.start({})
+    run.run()  # a plain run: nobody reads astream(mode="custom")
+    assert [(i.run_id, i.node, i.data) for i in heard] == [
+        (run.run_id, "talk", "sync"),
+        (run.run_id, "atalk", "async"),
+    ]
+    assert len(seen_in) == 2  # told at once, in the node's own thread
+    stop()
+    stop()  # harmless twice
+    wf.start({}).run()
+    assert len(heard) == 2  # removed: told no more
+
+
+def test_a_stream_listener_that_raises_warns_and_the_run_goes_on() -> None:
+    def talk(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        ctx.emit("token", "x")
+        return {"done": True}
+
+    wf = StateGraph("loud").add_node("talk", talk).set_entry_point("talk").compile()
+    wf.subscribe(lambda item: 1 / 0, mode="custom")
+    with pytest.warns(RuntimeWarning, match="ZeroDivisionError"):
+        run = wf.start({}).run()
+    assert run.status == "completed"
+    assert run.state["done"] is True
+
+
+def test_an_unknown_subscribe_mode_is_refused() -> None:
+    wf = StateGraph("m").add_node("a", lambda s: None).set_entry_point("a").compile()
+    with pytest.raises(AgentnbError, match="mode='custom'"):
+        wf.subscribe(print, mode="tokens")  # type: ignore[call-overload]

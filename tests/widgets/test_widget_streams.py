@@ -177,3 +177,56 @@ def test_a_view_opened_while_a_node_streams_gets_the_row_so_far() -> None:
     so_far = "".join(f"t{i} " for i in range(rows_seen[0]["items"]))
     assert rows_seen[0]["append"] == so_far[-TEXT_LIMIT:]
     assert rows_seen[0]["chars"] == len(so_far)
+
+
+def drive_and_collect(store: Any, drive: str) -> tuple[Any, list[dict[str, Any]]]:
+    """A view on a streaming run, driven by ``drive`` ("cell": run.arun() in the kernel,
+    "step": the panel's Step); the live ``tokens`` messages it sent."""
+    views: list[Frontend] = []
+
+    def more() -> bool:  # until the panel has sent two batches of this node's tokens
+        return len([m for m in views[0].customs("tokens") if not m.get("view")]) < 2
+
+    run = streaming_workflow(store, 500, more).start({})
+
+    async def main() -> Frontend:
+        fe = Frontend(run, max_rate=MAX_RATE)
+        views.append(fe)
+        try:
+            fe.hello()
+            await until(lambda: fe.customs("events"), what="the replay")
+            if drive == "cell":
+                await run.arun()
+            else:
+                fe.click("step")
+                await until(lambda: fe.view.step >= 1 and not fe.view.busy, 30, what="a step")
+            await until(lambda: any(r["done"] for m in fe.customs("tokens") for r in m["rows"]))
+            return fe
+        finally:
+            fe.close()
+
+    fe = run_async(main)
+    return run, [m for m in fe.customs("tokens") if not m.get("view")]
+
+
+def test_a_run_driven_from_a_cell_streams_its_tokens_into_the_panel_too() -> None:
+    run, live = drive_and_collect(MemoryCheckpointer(), "cell")
+    assert len(live) >= 2  # as they came, not one message at the end
+    seen: dict[int, dict[str, Any]] = {}
+    for m in live:
+        apply(seen, m["rows"])
+    (row,) = seen.values()  # one row: a refresh between batches did not end it early
+    said = run.state["said"]
+    assert (row["node"], row["items"], row["done"]) == ("speak", said, True)
+    assert row["text"] == "".join(f"t{i} " for i in range(said))[-TEXT_LIMIT:]
+
+
+def test_step_from_the_panel_streams_the_nodes_tokens(store: SqliteCheckpointer) -> None:
+    run, live = drive_and_collect(store, "step")
+    assert len(live) >= 2
+    seen: dict[int, dict[str, Any]] = {}
+    for m in live:
+        apply(seen, m["rows"])
+    (row,) = seen.values()
+    assert (row["node"], row["done"]) == ("speak", True)
+    assert row["items"] == run.state["said"]
