@@ -18,6 +18,7 @@ __all__ = ["check", "dumps", "json_path", "loads"]
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decoder = json.JSONDecoder()
+_scan: Any = getattr(_decoder, "scan_once")  # noqa: B009 (not in the stubs)
 # The C encoder JSONEncoder.encode builds on every call, built once: several encodings
 # per step, and building it costs more than encoding a small delta. Without circular
 # markers it keeps no state between calls (threads may share it); a cycle ends in a
@@ -45,7 +46,16 @@ def dumps(value: Any, *, root: str = "state") -> str:
 
 def loads(text: str) -> Any:
     """Decode JSON produced by :func:`dumps`."""
-    return _decoder.decode(text)
+    # The decoder's C scanner, called directly: decode() adds two regex matches around it.
+    # Anything but one compact value (spaces, garbage, empty text) takes decode()'s path,
+    # which also raises its usual errors.
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return _decoder.decode(text)
+    if end != len(text):
+        return _decoder.decode(text)
+    return value
 
 
 def check(value: Any, *, root: str) -> None:
