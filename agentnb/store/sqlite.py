@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ class SqliteCheckpointer(Checkpointer):
         if self._closed:
             raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
 
-    def _write(self, *, durable: bool = False) -> _Transaction:
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (``with store._write() as db``); ``durable``
         commits it at ``FULL`` at least."""
         return _Transaction(self, durable and self._durable != self.synchronous)
