@@ -18,11 +18,26 @@ __all__ = ["check", "dumps", "json_path", "loads"]
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decoder = json.JSONDecoder()
+_scan: Any = getattr(_decoder, "scan_once")  # noqa: B009 (not in the stubs)
+# The C encoder JSONEncoder.encode builds on every call, built once: several encodings
+# per step, and building it costs more than encoding a small delta. Without circular
+# markers it keeps no state between calls (threads may share it); a cycle ends in a
+# RecursionError, which _find_problem reports as it did "Circular reference detected".
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_encode: Any = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+)
 
 
 def dumps(value: Any, *, root: str = "state") -> str:
     """Encode ``value`` as compact JSON, or raise :class:`InvalidState` naming the bad path."""
     try:
+        if _encode is not None and not isinstance(value, str):
+            return "".join(_encode(value, 0))
         return _encoder.encode(value)
     except (TypeError, ValueError, RecursionError):
         path, reason = _find_problem(value, root)
@@ -31,7 +46,16 @@ def dumps(value: Any, *, root: str = "state") -> str:
 
 def loads(text: str) -> Any:
     """Decode JSON produced by :func:`dumps`."""
-    return _decoder.decode(text)
+    # The decoder's C scanner, called directly: decode() adds two regex matches around it.
+    # Anything but one compact value (spaces, garbage, empty text) takes decode()'s path,
+    # which also raises its usual errors.
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return _decoder.decode(text)
+    if end != len(text):
+        return _decoder.decode(text)
+    return value
 
 
 def check(value: Any, *, root: str) -> None:

@@ -40,17 +40,23 @@ def diff(
     ``old[key] + appended[key]``, as the ``append`` reducer builds it): that key's tail is
     taken as it is, without comparing the list's kept part (a long history, every step).
     """
-    if any(key not in new for key in old):
+    if not new.keys() >= old.keys():
         return None
     # apply() keeps the old keys' order and adds new keys at the end; a state whose key
     # order differs is stored whole, so its JSON (and a digest of it) comes back the same.
-    if list(new) != [*old, *(key for key in new if key not in old)]:
+    # (Every key of ``old`` is in ``new``: the rest of ``new``'s keys are the added ones.)
+    keys = list(new)
+    if (keys if len(keys) == len(old) else keys[: len(old)]) != list(old):
         return None
     added: dict[str, Any] = {}
     replaced: dict[str, Any] = {}
+    get = old.get
+    tails = appended or {}
     for key, value in new.items():
-        before = old.get(key, _MISSING)
-        tail = None if appended is None else appended.get(key)
+        before = get(key, _MISSING)
+        if before is value:
+            continue
+        tail = tails.get(key) if tails else None
         if (
             tail
             and isinstance(before, list)

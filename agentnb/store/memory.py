@@ -219,17 +219,26 @@ class MemoryCheckpointer(Checkpointer):
                     PendingTask(run_id, change.step, task_id, node, digest, "pending"),
                 )
             self._events[run_id].extend(change.events)
-            self._runs[run_id] = dataclasses.replace(
-                run,
+            # Built directly (every field named; tests/store/test_memory.py pins the list):
+            # dataclasses.replace costs nearly twice as much, and this runs every step.
+            self._runs[run_id] = RunRecord(
+                run_id=run.run_id,
+                graph=run.graph,
+                shape=run.shape,
                 status=change.status,
                 node=change.node,
                 step=change.step,
                 seq=change.events[-1].seq,
+                max_steps=run.max_steps,
+                created_at=run.created_at,
                 updated_at=now,
                 error=change.error,
                 pending_digest=change.pending_digest,
+                decided_by=run.decided_by,
+                decided_at=run.decided_at,
                 lease_owner=None if change.release else run.lease_owner,
                 lease_expires=None if change.release else now + lease_seconds,
+                fence=run.fence,
             )
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:

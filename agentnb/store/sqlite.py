@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -107,11 +107,81 @@ __all__ = ["LATEST", "SqliteCheckpointer"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks, kind)"
+# The step's statements, built once: sqlite3 finds its prepared statement by the text.
+_FENCED_ENTRY = (
+    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
+    "run_id = ? AND fence = ? AND lease_owner IS NOT NULL AND status = 'running' "
+    "AND lease_expires > ?)"
+)
+_ENTRY_VALUES = f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
 WAL_LIMIT = 8 * 2**20
 WAL_CHECK_EVERY = 64
 WAL_WAIT_MS = 10
+
+
+class _Transaction:
+    """The transaction of :meth:`SqliteCheckpointer._write`, under the store's lock.
+
+    A class rather than a generator context manager: every step enters one, and this
+    costs a third as much. ``switch``: ``synchronous`` is raised to the durable level for
+    this commit — it belongs to the connection and cannot change inside a transaction, so
+    it is switched before ``BEGIN`` and back after the commit (or rollback).
+    """
+
+    __slots__ = ("store", "switch")
+
+    def __init__(self, store: SqliteCheckpointer, switch: bool) -> None:
+        self.store = store
+        self.switch = switch
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        store._lock.acquire()
+        switched = False
+        try:
+            if self.switch:
+                store._check_open()
+                store._db.execute(f"PRAGMA synchronous={store._durable}")
+                switched = True
+            store._check_open()
+            db = store._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"cannot write to {store.path}: {exc}") from exc
+        except BaseException:
+            try:
+                if switched:
+                    store._db.execute(f"PRAGMA synchronous={store.synchronous}")
+            finally:
+                store._lock.release()
+            raise
+        return db
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        store = self.store
+        db = store._db
+        try:
+            if kind is not None:
+                db.execute("ROLLBACK")
+                return
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise StoreError(f"cannot commit to {store.path}: {exc}") from exc
+            store._writes += 1
+            if store._wal_over or store._writes % WAL_CHECK_EVERY == 0:
+                store._bound_wal()
+        finally:
+            try:
+                if self.switch:
+                    db.execute(f"PRAGMA synchronous={store.synchronous}")
+            finally:
+                store._lock.release()
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -200,47 +270,10 @@ class SqliteCheckpointer(Checkpointer):
         if self._closed:
             raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
 
-    @contextmanager
-    def _durably(self, durable: bool) -> Iterator[None]:
-        """Commit what runs inside at ``FULL`` at least, when ``durable``.
-
-        ``synchronous`` belongs to the connection and cannot change inside a transaction:
-        it is switched before ``BEGIN`` and back after the commit (or rollback).
-        """
-        switch = durable and self._durable != self.synchronous
-        if switch:
-            self._check_open()
-            self._db.execute(f"PRAGMA synchronous={self._durable}")
-        try:
-            yield
-        finally:
-            if switch:
-                self._db.execute(f"PRAGMA synchronous={self.synchronous}")
-
-    @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; ``durable`` commits it at ``FULL`` at least."""
-        with self._lock, self._durably(durable):
-            self._check_open()
-            db = self._db
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            try:
-                db.execute("COMMIT")
-            except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
-            self._writes += 1
-            if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
-                self._bound_wal()
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction (``with store._write() as db``); ``durable``
+        commits it at ``FULL`` at least."""
+        return _Transaction(self, durable and self._durable != self.synchronous)
 
     def _bound_wal(self) -> None:
         """Checkpoint and truncate the WAL once it has passed ``WAL_LIMIT`` (see above)."""
@@ -411,10 +444,7 @@ class SqliteCheckpointer(Checkpointer):
             # a read of the row.
             if change.status == Status.RUNNING and not change.release:
                 inserted = db.execute(
-                    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 "
-                    "FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL "
-                    "AND status = 'running' AND lease_expires > ?)",
-                    (*entry, run_id, fence, now + lease_seconds / 2),
+                    _FENCED_ENTRY, (*entry, run_id, fence, now + lease_seconds / 2)
                 ).rowcount
                 if inserted:
                     settle(db, run_id, change)
@@ -436,7 +466,7 @@ class SqliteCheckpointer(Checkpointer):
             ).rowcount
             if not updated:
                 raise LeaseLost(run_id, fence)
-            db.execute(f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", entry)
+            db.execute(_ENTRY_VALUES, entry)
             settle(db, run_id, change)
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
