@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from agentnb.errors import RunActive, RunNotFound, StoreError
+from agentnb.errors import StoreError
 from agentnb.identity import Identity, IdentityProvider, check_provider
 from agentnb.store import postgres_claims, sqlite_retention
 from agentnb.store.base import DEFAULT_LEASE_SECONDS
@@ -44,9 +44,8 @@ from agentnb.store.postgres_locks import SHARED, begin, for_run, keyed, reconnec
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
 from agentnb.store.records import Status
-from agentnb.store.retention import Pruned, cutoff, prunable_statuses, selected
+from agentnb.store.retention import Pruned
 from agentnb.store.sqlite import SqliteCheckpointer
-from agentnb.store.sqlite_rows import RUN_SELECT
 
 if TYPE_CHECKING:
     import datetime
@@ -335,6 +334,20 @@ class PostgresCheckpointer(SqliteCheckpointer):
 
     # -- retention -------------------------------------------------------------------------
 
+    @contextmanager
+    def _write_run(self, run_id: str | None) -> Iterator[sqlite3.Connection]:
+        """One transaction under ``run_id``'s lock (None: the database-wide one)."""
+        if run_id is None:
+            with self._write() as db:
+                yield db
+            return
+        self._local.key = run_id
+        try:
+            with self._write() as db:
+                yield db
+        finally:
+            self._local.key = None
+
     @for_run
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
         with self._write() as db:
@@ -351,37 +364,8 @@ class PostgresCheckpointer(SqliteCheckpointer):
         status: Status | str | None = None,
         include_audit: bool = False,
     ) -> Pruned:
-        until = cutoff(before)
-        statuses = prunable_statuses(status)
-        marks = ", ".join("?" for _ in statuses)
-        rows = self._read(
-            f"{RUN_SELECT} WHERE r.status IN ({marks}) AND r.status_at < ? ORDER BY r.created_at",
-            (*(str(s) for s in statuses), until),
+        run_ids, statuses, until = sqlite_retention.prune_candidates(self._read, before, status)
+        deleted, audit = sqlite_retention.prune(
+            self._write_run, self._get, run_ids, statuses, until, include_audit=include_audit
         )
-        deleted: list[str] = []
-        audit = 0
-        for row in rows:
-            # Each run in its own transaction under its lock, chosen again there: a run
-            # continued or decided since the read above is left alone.
-            self._local.key = row[0]
-            try:
-                with self._write() as db:
-                    try:
-                        found = self._get(db, row[0])
-                    except RunNotFound:
-                        continue
-                    if not selected(found, statuses, until):
-                        continue
-                    try:
-                        audit += sqlite_retention.delete(
-                            db, row[0], include_audit=include_audit, now=time.time()
-                        )
-                    except (RunNotFound, RunActive):
-                        continue
-            finally:
-                self._local.key = None
-            deleted.append(row[0])
-        if include_audit:
-            with self._write() as db:
-                audit += sqlite_retention.delete_orphan_audit(db, until)
         return Pruned(tuple(deleted), audit)

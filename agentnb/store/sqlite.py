@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 from agentnb._json import dumps, loads
 from agentnb.errors import (
     LeaseLost,
-    RunActive,
     RunBusy,
     RunNotFound,
     StoreError,
@@ -98,7 +97,7 @@ from agentnb.store.records import (
     RunRecord,
     Status,
 )
-from agentnb.store.retention import Pruned, cutoff, prunable_statuses, selected
+from agentnb.store.retention import Pruned
 from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
 from agentnb.store.sqlite_rows import decision as decision_row
 from agentnb.store.sqlite_rows import run as run_row
@@ -876,37 +875,17 @@ class SqliteCheckpointer(Checkpointer):
         status: Status | str | None = None,
         include_audit: bool = False,
     ) -> Pruned:
-        until = cutoff(before)
-        statuses = prunable_statuses(status)
-        marks = ", ".join("?" for _ in statuses)
-        rows = self._read(
-            f"{RUN_SELECT} WHERE r.status IN ({marks}) AND r.status_at < ? ORDER BY r.created_at",
-            (*(str(s) for s in statuses), until),
-        )
-        deleted: list[str] = []
-        audit = 0
+        run_ids, statuses, until = sqlite_retention.prune_candidates(self._read, before, status)
         with self._lock:
             size_before = sqlite_retention.size(self._db)
-            for row in rows:
-                # One transaction per run, the choice made again under the write lock: a
-                # run continued or decided since the read above is left alone.
-                with self._write() as db:
-                    try:
-                        found = self._get(db, row[0])
-                    except RunNotFound:
-                        continue
-                    if not selected(found, statuses, until):
-                        continue
-                    try:
-                        audit += sqlite_retention.delete(
-                            db, row[0], include_audit=include_audit, now=time.time()
-                        )
-                    except (RunNotFound, RunActive):
-                        continue
-                deleted.append(row[0])
-            if include_audit:
-                with self._write() as db:
-                    audit += sqlite_retention.delete_orphan_audit(db, until)
+            deleted, audit = sqlite_retention.prune(
+                lambda _run_id: self._write(),
+                self._get,
+                run_ids,
+                statuses,
+                until,
+                include_audit=include_audit,
+            )
             changed = deleted or audit
             returned = sqlite_retention.return_space(self._db, self.path) if changed else True
             freed = size_before - sqlite_retention.size(self._db)

@@ -9,17 +9,27 @@ the delete (and finds no run).
 
 from __future__ import annotations
 
+import datetime
 import os
 import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
-from agentnb.store.retention import check_deletable
+from agentnb.errors import RunActive, RunNotFound
+from agentnb.store.records import RunRecord, Status
+from agentnb.store.retention import check_deletable, cutoff, prunable_statuses, selected
 from agentnb.store.sqlite_decisions import get_run
+from agentnb.store.sqlite_rows import RUN_SELECT
 
 __all__ = [
     "AUDIT_TABLES",
     "RUN_TABLES",
     "delete",
     "delete_orphan_audit",
+    "prune",
+    "prune_candidates",
     "return_space",
     "size",
 ]
@@ -81,6 +91,60 @@ def delete_orphan_audit(db: sqlite3.Connection, before: float) -> int:
     if ids and "decision_edits" in _present(db):
         db.executemany("DELETE FROM decision_edits WHERE decision_id = ?", ids)
     return len(ids)
+
+
+def prune_candidates(
+    read: Callable[[str, Sequence[Any]], list[Any]],
+    before: float | datetime.datetime,
+    status: Status | str | None,
+) -> tuple[list[str], tuple[Status, ...], float]:
+    """The ids a prune considers (oldest first), its statuses and its cutoff, read by
+    ``read`` (the store's own read, outside any write transaction)."""
+    until = cutoff(before)
+    statuses = prunable_statuses(status)
+    marks = ", ".join("?" for _ in statuses)
+    rows = read(
+        f"{RUN_SELECT} WHERE r.status IN ({marks}) AND r.status_at < ? ORDER BY r.created_at",
+        (*(str(s) for s in statuses), until),
+    )
+    return [row[0] for row in rows], statuses, until
+
+
+def prune(
+    write: Callable[[str | None], AbstractContextManager[sqlite3.Connection]],
+    get: Callable[[sqlite3.Connection, str], RunRecord],
+    run_ids: Sequence[str],
+    statuses: Sequence[Status],
+    until: float,
+    *,
+    include_audit: bool,
+) -> tuple[list[str], int]:
+    """Delete each of ``run_ids`` still :func:`~agentnb.store.retention.selected`; the ids
+    deleted and the audit rows deleted.
+
+    ``write(run_id)`` opens one transaction for that run (``write(None)``: for the orphan
+    audit); the choice is made again inside it, so a run continued or decided since
+    :func:`prune_candidates` read it is left alone.
+    """
+    deleted: list[str] = []
+    audit = 0
+    for run_id in run_ids:
+        with write(run_id) as db:
+            try:
+                found = get(db, run_id)
+            except RunNotFound:
+                continue
+            if not selected(found, statuses, until):
+                continue
+            try:
+                audit += delete(db, run_id, include_audit=include_audit, now=time.time())
+            except (RunNotFound, RunActive):
+                continue
+        deleted.append(run_id)
+    if include_audit:
+        with write(None) as db:
+            audit += delete_orphan_audit(db, until)
+    return deleted, audit
 
 
 def size(db: sqlite3.Connection) -> int:
