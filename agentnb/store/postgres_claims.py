@@ -20,10 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentnb.store.claims import graph_filter
 from agentnb.store.records import RunRecord
-from agentnb.store.sqlite_rows import RUN_SELECT
-from agentnb.store.sqlite_rows import run as run_row
+from agentnb.store.sqlite_claims import claimable, claimed_runs
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,11 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["CHANNEL", "Listener", "claim"]
 
 CHANNEL = "agentnb_work"
-
-_CLAIMABLE = (
-    "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
-    "AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')))"
-)
 
 
 def claim(
@@ -53,26 +46,15 @@ def claim(
     if limit < 1 or not graphs or (run_ids is not None and not run_ids):
         return []
     now = time.time()
-    where, params = graph_filter(graphs)
-    if run_ids is not None:
-        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
-        params += list(run_ids)
+    where, params = claimable(graphs, run_ids, now)
     claimed = db.execute(
-        f"WITH c AS (SELECT run_id FROM runs WHERE {where} AND {_CLAIMABLE} "
+        f"WITH c AS (SELECT run_id FROM runs WHERE {where} "
         "ORDER BY status_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED) "
         "UPDATE runs r SET lease_owner = ?, lease_expires = ?, fence = r.fence + 1 "
         "FROM c WHERE r.run_id = c.run_id RETURNING r.run_id",
-        (*params, now, limit, owner, now + lease_seconds),
+        (*params, limit, owner, now + lease_seconds),
     ).fetchall()
-    if not claimed:
-        return []
-    ids = [r[0] for r in claimed]
-    rows = db.execute(
-        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
-        "ORDER BY r.status_at, r.run_id",
-        ids,
-    ).fetchall()
-    return [run_row(r) for r in rows]
+    return claimed_runs(db, claimed)
 
 
 class Listener:

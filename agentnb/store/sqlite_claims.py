@@ -11,18 +11,52 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from agentnb.store.claims import TimerClaim, graph_filter
 from agentnb.store.records import RunRecord
 from agentnb.store.sqlite_rows import RUN_SELECT
 from agentnb.store.sqlite_rows import run as run_row
 
-__all__ = ["claim", "claim_timers", "release_timers", "renew", "requeue"]
+__all__ = [
+    "claim",
+    "claim_timers",
+    "claimable",
+    "claimed_runs",
+    "release_timers",
+    "renew",
+    "requeue",
+]
 
 _CLAIMABLE = (
     "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
     "AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')))"
 )
+
+
+def claimable(
+    graphs: Mapping[str, str], run_ids: Sequence[str] | None, now: float
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` condition (and its parameters) of the runs a claim may take at ``now``:
+    of ``graphs``, among ``run_ids`` if given, waiting or with an expired lease."""
+    where, params = graph_filter(graphs)
+    if run_ids is not None:
+        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        params += list(run_ids)
+    return f"{where} AND {_CLAIMABLE}", [*params, now]
+
+
+def claimed_runs(db: sqlite3.Connection, claimed: Sequence[Sequence[Any]]) -> list[RunRecord]:
+    """The runs of the ``claimed`` rows (run id first), oldest first."""
+    if not claimed:
+        return []
+    ids = [r[0] for r in claimed]
+    rows = db.execute(
+        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
+        "ORDER BY r.status_at, r.run_id",
+        ids,
+    ).fetchall()
+    return [run_row(r) for r in rows]
 
 
 def claim(
@@ -38,25 +72,14 @@ def claim(
     if limit < 1 or not graphs or (run_ids is not None and not run_ids):
         return []
     now = time.time()
-    where, params = graph_filter(graphs)
-    if run_ids is not None:
-        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
-        params += list(run_ids)
+    where, params = claimable(graphs, run_ids, now)
     claimed = db.execute(
         "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-        f"WHERE run_id IN (SELECT run_id FROM runs WHERE {where} AND {_CLAIMABLE} "
+        f"WHERE run_id IN (SELECT run_id FROM runs WHERE {where} "
         "ORDER BY status_at, run_id LIMIT ?) RETURNING run_id",
-        (owner, now + lease_seconds, *params, now, limit),
+        (owner, now + lease_seconds, *params, limit),
     ).fetchall()
-    if not claimed:
-        return []
-    ids = [r[0] for r in claimed]
-    rows = db.execute(
-        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
-        "ORDER BY r.status_at, r.run_id",
-        ids,
-    ).fetchall()
-    return [run_row(r) for r in rows]
+    return claimed_runs(db, claimed)
 
 
 def renew(
