@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, cast
 from agentnb.errors import StoreError
 from agentnb.identity import Identity, IdentityProvider, check_provider
 from agentnb.store import postgres_claims, sqlite_retention
-from agentnb.store.base import DEFAULT_LEASE_SECONDS
 from agentnb.store.postgres_claims import CHANNEL
 from agentnb.store.postgres_locks import SHARED, begin, for_run, keyed, reconnecting, waking
 from agentnb.store.postgres_schema import migrate
@@ -263,31 +262,10 @@ class PostgresCheckpointer(SqliteCheckpointer):
 
     # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
 
-    def claim(
-        self,
-        owner: str,
-        graphs: Mapping[str, str],
-        *,
-        limit: int = 1,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        run_ids: Sequence[str] | None = None,
-    ) -> list[RunRecord]:
-        return self._claim_runs(owner, graphs, limit, lease_seconds, run_ids)
-
-    def _claim_runs(
-        self,
-        owner: str,
-        graphs: Mapping[str, str],
-        limit: int,
-        lease_seconds: float,
-        run_ids: Sequence[str] | None,
-    ) -> list[RunRecord]:
-        with self._write() as db:
-            return postgres_claims.claim(
-                db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
-            )
-
-    _claim_runs = keyed(SHARED, _claim_runs)
+    # The parent's claim, its statement PostgreSQL's (FOR UPDATE SKIP LOCKED), under the
+    # shared database key only: claims lock their rows themselves and never queue behind steps.
+    claim = keyed(SHARED, SqliteCheckpointer.claim)
+    _claim = staticmethod(postgres_claims.claim)
 
     async def await_work(self, owner: str, timeout: float) -> None:
         """Wait for ``NOTIFY`` from a write that made work claimable, or ``timeout``."""

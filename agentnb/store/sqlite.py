@@ -534,9 +534,12 @@ class SqliteCheckpointer(Checkpointer):
         run_ids: Sequence[str] | None = None,
     ) -> list[RunRecord]:
         with self._write() as db:
-            return sqlite_claims.claim(
+            return self._claim(
                 db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
             )
+
+    # The claiming statement, inside the write transaction (PostgreSQL: its own spelling).
+    _claim = staticmethod(sqlite_claims.claim)
 
     def renew(
         self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
