@@ -265,7 +265,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
     # The parent's claim, its statement PostgreSQL's (FOR UPDATE SKIP LOCKED), under the
     # shared database key only: claims lock their rows themselves and never queue behind steps.
     claim = keyed(SHARED, SqliteCheckpointer.claim)
-    _claim = staticmethod(postgres_claims.claim)
+    _claim_update = staticmethod(postgres_claims.update)
 
     async def await_work(self, owner: str, timeout: float) -> None:
         """Wait for ``NOTIFY`` from a write that made work claimable, or ``timeout``."""

@@ -16,45 +16,29 @@ polling, and a notification that arrives while nobody waits is kept for the next
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentnb.store.records import RunRecord
-from agentnb.store.sqlite_claims import claimable, claimed_runs
-
 if TYPE_CHECKING:
-    import sqlite3
-
     import psycopg
 
-__all__ = ["CHANNEL", "Listener", "claim"]
+__all__ = ["CHANNEL", "Listener", "update"]
 
 CHANNEL = "agentnb_work"
 
 
-def claim(
-    db: sqlite3.Connection,
-    owner: str,
-    graphs: Mapping[str, str],
-    *,
-    limit: int,
-    lease_seconds: float,
-    run_ids: Sequence[str] | None,
-) -> list[RunRecord]:
-    """Claim inside the caller's transaction; the claimed rows, oldest first."""
-    if limit < 1 or not graphs or (run_ids is not None and not run_ids):
-        return []
-    now = time.time()
-    where, params = claimable(graphs, run_ids, now)
-    claimed = db.execute(
+def update(
+    where: str, params: Sequence[Any], limit: int, owner: str, expires: float
+) -> tuple[str, tuple[Any, ...]]:
+    """PostgreSQL's claim (a :data:`~agentnb.store.sqlite_claims.Statement`): the inner
+    ``SELECT`` locks the rows it picks and skips those another claim has locked."""
+    return (
         f"WITH c AS (SELECT run_id FROM runs WHERE {where} "
         "ORDER BY status_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED) "
         "UPDATE runs r SET lease_owner = ?, lease_expires = ?, fence = r.fence + 1 "
         "FROM c WHERE r.run_id = c.run_id RETURNING r.run_id",
-        (*params, limit, owner, now + lease_seconds),
-    ).fetchall()
-    return claimed_runs(db, claimed)
+        (*params, limit, owner, expires),
+    )
 
 
 class Listener:

@@ -534,12 +534,18 @@ class SqliteCheckpointer(Checkpointer):
         run_ids: Sequence[str] | None = None,
     ) -> list[RunRecord]:
         with self._write() as db:
-            return self._claim(
-                db, owner, graphs, limit=limit, lease_seconds=lease_seconds, run_ids=run_ids
+            return sqlite_claims.claim(
+                db,
+                owner,
+                graphs,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                run_ids=run_ids,
+                statement=self._claim_update,
             )
 
-    # The claiming statement, inside the write transaction (PostgreSQL: its own spelling).
-    _claim = staticmethod(sqlite_claims.claim)
+    # The claim's UPDATE (PostgreSQL: its own, with FOR UPDATE SKIP LOCKED).
+    _claim_update = staticmethod(sqlite_claims.update)
 
     def renew(
         self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentnb.store.claims import TimerClaim, graph_filter
@@ -21,11 +21,10 @@ from agentnb.store.sqlite_rows import run as run_row
 __all__ = [
     "claim",
     "claim_timers",
-    "claimable",
-    "claimed_runs",
     "release_timers",
     "renew",
     "requeue",
+    "update",
 ]
 
 _CLAIMABLE = (
@@ -34,29 +33,22 @@ _CLAIMABLE = (
 )
 
 
-def claimable(
-    graphs: Mapping[str, str], run_ids: Sequence[str] | None, now: float
-) -> tuple[str, list[Any]]:
-    """The ``WHERE`` condition (and its parameters) of the runs a claim may take at ``now``:
-    of ``graphs``, among ``run_ids`` if given, waiting or with an expired lease."""
-    where, params = graph_filter(graphs)
-    if run_ids is not None:
-        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
-        params += list(run_ids)
-    return f"{where} AND {_CLAIMABLE}", [*params, now]
+Statement = Callable[[str, Sequence[Any], int, str, float], tuple[str, tuple[Any, ...]]]
+"""A claim's ``UPDATE`` in one dialect: ``(where, params, limit, owner, expires)`` to its SQL
+and parameters; ``where`` (with ``params``) picks the claimable runs, and the statement
+leases up to ``limit`` of them, oldest first, returning their ids."""
 
 
-def claimed_runs(db: sqlite3.Connection, claimed: Sequence[Sequence[Any]]) -> list[RunRecord]:
-    """The runs of the ``claimed`` rows (run id first), oldest first."""
-    if not claimed:
-        return []
-    ids = [r[0] for r in claimed]
-    rows = db.execute(
-        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
-        "ORDER BY r.status_at, r.run_id",
-        ids,
-    ).fetchall()
-    return [run_row(r) for r in rows]
+def update(
+    where: str, params: Sequence[Any], limit: int, owner: str, expires: float
+) -> tuple[str, tuple[Any, ...]]:
+    """SQLite's claim: the write lock taken up front already excludes other claims."""
+    return (
+        "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
+        f"WHERE run_id IN (SELECT run_id FROM runs WHERE {where} "
+        "ORDER BY status_at, run_id LIMIT ?) RETURNING run_id",
+        (owner, expires, *params, limit),
+    )
 
 
 def claim(
@@ -67,19 +59,33 @@ def claim(
     limit: int,
     lease_seconds: float,
     run_ids: Sequence[str] | None,
+    statement: Statement = update,
 ) -> list[RunRecord]:
-    """Claim inside the caller's write transaction; the claimed rows, oldest first."""
+    """Claim inside the caller's write transaction; the claimed rows, oldest first.
+
+    The runs of ``graphs`` (among ``run_ids`` if given) waiting or with an expired lease,
+    leased by ``statement`` (:func:`update`, or PostgreSQL's).
+    """
     if limit < 1 or not graphs or (run_ids is not None and not run_ids):
         return []
     now = time.time()
-    where, params = claimable(graphs, run_ids, now)
-    claimed = db.execute(
-        "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-        f"WHERE run_id IN (SELECT run_id FROM runs WHERE {where} "
-        "ORDER BY status_at, run_id LIMIT ?) RETURNING run_id",
-        (owner, now + lease_seconds, *params, limit),
+    where, params = graph_filter(graphs)
+    if run_ids is not None:
+        where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        params += list(run_ids)
+    sql, args = statement(
+        f"{where} AND {_CLAIMABLE}", [*params, now], limit, owner, now + lease_seconds
+    )
+    claimed = db.execute(sql, args).fetchall()
+    if not claimed:
+        return []
+    ids = [r[0] for r in claimed]
+    rows = db.execute(
+        f"{RUN_SELECT} WHERE r.run_id IN ({', '.join('?' for _ in ids)}) "
+        "ORDER BY r.status_at, r.run_id",
+        ids,
     ).fetchall()
-    return claimed_runs(db, claimed)
+    return [run_row(r) for r in rows]
 
 
 def renew(
