@@ -31,15 +31,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from agentnb.errors import StoreError
-from agentnb.identity import Identity, IdentityProvider, check_provider
+from agentnb.identity import IdentityProvider, check_provider
 from agentnb.store import postgres_claims, sqlite_retention
 from agentnb.store.postgres_claims import CHANNEL
-from agentnb.store.postgres_locks import SHARED, begin, for_run, keyed, reconnecting, waking
+from agentnb.store.postgres_locks import (
+    SHARED,
+    begin,
+    for_new_run,
+    for_run,
+    keyed,
+    reconnecting,
+    waking,
+)
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
 from agentnb.store.records import Status
@@ -50,10 +58,7 @@ if TYPE_CHECKING:
     import datetime
     import sqlite3
 
-    from agentnb.store.base import CheckpointWrite
     from agentnb.store.machines import SqliteMachineStore
-    from agentnb.store.policy import ApproverPolicy
-    from agentnb.store.records import Event, RunRecord
 
 __all__ = ["PostgresCheckpointer"]
 
@@ -213,36 +218,10 @@ class PostgresCheckpointer(SqliteCheckpointer):
 
     # -- runs ----------------------------------------------------------------------------
 
-    @for_run
-    def _create(
-        self,
-        run_id: str,
-        run: RunRecord,
-        checkpoint: CheckpointWrite,
-        events: Sequence[Event],
-        started_by: Identity | None,
-        policies: Mapping[str, ApproverPolicy] | None,
-    ) -> None:
-        pg = load_psycopg()
-        try:
-            super().create_run(run, checkpoint, events, started_by=started_by, policies=policies)
-        except pg.errors.UniqueViolation:
-            raise StoreError(f"a run with id {run_id!r} already exists; pick a new id") from None
+    create_run = for_new_run(SqliteCheckpointer.create_run)
 
-    def create_run(
-        self,
-        run: RunRecord,
-        checkpoint: CheckpointWrite,
-        events: Sequence[Event],
-        *,
-        started_by: Identity | None = None,
-        policies: Mapping[str, ApproverPolicy] | None = None,
-    ) -> None:
-        self._local.wakes = run.status == Status.QUEUED  # workflow.submit: wake a worker
-        try:
-            self._create(run.run_id, run, checkpoint, events, started_by, policies)
-        finally:
-            self._local.wakes = False
+    def _duplicate_errors(self) -> tuple[type[Exception], ...]:
+        return (load_psycopg().errors.UniqueViolation,)
 
     # Every other call: the parent's code, under its run's lock, again after a lost link.
     run_policy = for_run(SqliteCheckpointer.run_policy)

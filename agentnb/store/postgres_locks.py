@@ -17,7 +17,16 @@ from typing import Any, TypeVar, cast
 
 from agentnb.store.postgres_session import Disconnected
 
-__all__ = ["SHARED", "begin", "for_run", "keyed", "reconnecting", "run_lock", "waking"]
+__all__ = [
+    "SHARED",
+    "begin",
+    "for_new_run",
+    "for_run",
+    "keyed",
+    "reconnecting",
+    "run_lock",
+    "waking",
+]
 
 _DATABASE = 0
 """Advisory lock space 0, key 0: the database-wide key (exclusive: retention, machines)."""
@@ -91,6 +100,24 @@ def for_run(method: _F) -> _F:
             return method(self, run_id, *args, **kwargs)
         finally:
             self._local.key = previous
+
+    return cast(_F, reconnecting(locked))
+
+
+def for_new_run(method: _F) -> _F:
+    """Lock the key of the run ``method`` creates (its record the first argument), and send
+    ``NOTIFY`` when the run is created queued (``workflow.submit``: wake a worker)."""
+
+    @functools.wraps(method)
+    def locked(self: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
+        previous = getattr(self._local, "key", None)
+        self._local.key = run.run_id
+        self._local.wakes = run.status == "queued"
+        try:
+            return method(self, run, *args, **kwargs)
+        finally:
+            self._local.key = previous
+            self._local.wakes = False
 
     return cast(_F, reconnecting(locked))
 

@@ -339,7 +339,7 @@ class SqliteCheckpointer(Checkpointer):
                         run.created_at,
                     ),
                 )
-            except sqlite3.IntegrityError:
+            except self._duplicate_errors():
                 raise StoreError(
                     f"a run with id {run.run_id!r} already exists; pick a new id"
                 ) from None
@@ -366,6 +366,10 @@ class SqliteCheckpointer(Checkpointer):
                         dumps({k: p.to_json() for k, p in (policies or {}).items()}),
                     ),
                 )
+
+    def _duplicate_errors(self) -> tuple[type[Exception], ...]:
+        """The driver's errors for inserting a run id that exists (PostgreSQL: its own)."""
+        return (sqlite3.IntegrityError,)
 
     def run_policy(self, run_id: str) -> RunPolicy:
         with self._lock:
