@@ -30,14 +30,13 @@ audit with one piece of code. What differs, and why:
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from agentnb.errors import StoreError
 from agentnb.identity import IdentityProvider, check_provider
-from agentnb.store import postgres_claims, sqlite_retention
+from agentnb.store import postgres_claims
 from agentnb.store.postgres_claims import CHANNEL
 from agentnb.store.postgres_locks import (
     SHARED,
@@ -50,12 +49,9 @@ from agentnb.store.postgres_locks import (
 )
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
-from agentnb.store.records import Status
-from agentnb.store.retention import Pruned
 from agentnb.store.sqlite import SqliteCheckpointer
 
 if TYPE_CHECKING:
-    import datetime
     import sqlite3
 
     from agentnb.store.machines import SqliteMachineStore
@@ -305,24 +301,10 @@ class PostgresCheckpointer(SqliteCheckpointer):
         finally:
             self._local.key = None
 
-    @for_run
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        with self._write() as db:
-            audit = sqlite_retention.delete(
-                db, run_id, include_audit=include_audit, now=time.time()
-            )
-        return Pruned((run_id,), audit)
+    @contextmanager
+    def _reclaiming(self) -> Iterator[Callable[[bool], tuple[int, bool]]]:
+        # PostgreSQL's autovacuum reuses the space; nothing is measured or given back here.
+        yield lambda changed: (0, True)
 
-    @reconnecting
-    def prune(
-        self,
-        *,
-        before: float | datetime.datetime,
-        status: Status | str | None = None,
-        include_audit: bool = False,
-    ) -> Pruned:
-        run_ids, statuses, until = sqlite_retention.prune_candidates(self._read, before, status)
-        deleted, audit = sqlite_retention.prune(
-            self._write_run, self._get, run_ids, statuses, until, include_audit=include_audit
-        )
-        return Pruned(tuple(deleted), audit)
+    delete_run = for_run(SqliteCheckpointer.delete_run)
+    prune = reconnecting(SqliteCheckpointer.prune)

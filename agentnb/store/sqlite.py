@@ -32,7 +32,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -871,15 +871,13 @@ class SqliteCheckpointer(Checkpointer):
         return found
 
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        with self._lock:
-            before = sqlite_retention.size(self._db)
+        with self._reclaiming() as reclaim:
             with self._write() as db:
                 audit = sqlite_retention.delete(
                     db, run_id, include_audit=include_audit, now=time.time()
                 )
-            returned = sqlite_retention.return_space(self._db, self.path)
-            freed = before - sqlite_retention.size(self._db)
-        return Pruned((run_id,), audit, max(freed, 0), returned)
+            freed, returned = reclaim(True)
+        return Pruned((run_id,), audit, freed, returned)
 
     def prune(
         self,
@@ -889,17 +887,26 @@ class SqliteCheckpointer(Checkpointer):
         include_audit: bool = False,
     ) -> Pruned:
         run_ids, statuses, until = sqlite_retention.prune_candidates(self._read, before, status)
-        with self._lock:
-            size_before = sqlite_retention.size(self._db)
+        with self._reclaiming() as reclaim:
             deleted, audit = sqlite_retention.prune(
-                lambda _run_id: self._write(),
-                self._get,
-                run_ids,
-                statuses,
-                until,
-                include_audit=include_audit,
+                self._write_run, self._get, run_ids, statuses, until, include_audit=include_audit
             )
-            changed = deleted or audit
-            returned = sqlite_retention.return_space(self._db, self.path) if changed else True
-            freed = size_before - sqlite_retention.size(self._db)
-        return Pruned(tuple(deleted), audit, max(freed, 0), returned)
+            freed, returned = reclaim(bool(deleted or audit))
+        return Pruned(tuple(deleted), audit, freed, returned)
+
+    def _write_run(self, run_id: str | None) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction for ``run_id`` (None: no run's); PostgreSQL locks its key."""
+        return self._write()
+
+    @contextmanager
+    def _reclaiming(self) -> Iterator[Callable[[bool], tuple[int, bool]]]:
+        """Under the store's lock, around a deletion: ``reclaim(changed)`` gives the freed
+        pages back when something was deleted; the bytes freed, and whether it could."""
+        with self._lock:
+            before = sqlite_retention.size(self._db)
+
+            def reclaim(changed: bool) -> tuple[int, bool]:
+                returned = sqlite_retention.return_space(self._db, self.path) if changed else True
+                return max(before - sqlite_retention.size(self._db), 0), returned
+
+            yield reclaim
