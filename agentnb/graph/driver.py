@@ -60,6 +60,8 @@ node is synchronous (and other tasks, like a widget's, keep running)."""
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
 Sink = Callable[[str, dict[str, Any]], None]
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Exact types a delta's value may have to be JSON as it is (a float may be NaN)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +293,7 @@ class Driver:
                         return
                     self.ran[node] = delta
                     reduce = node not in wf.nested  # a subgraph merged its keys already
-                    if reduce:
+                    if reduce and wf.reducers:
                         appended = _appended(delta, wf.reducers)
                     new_state = await self._merge_one(node, step, state, delta, reduce)
                     simple = wf.simple_next.get(node)
@@ -635,13 +637,13 @@ class Driver:
                     )
                     try:
                         result = spec.fn(StateCopy(state), context)
-                        if inspect.isawaitable(result):
+                        if type(result) is not dict and inspect.isawaitable(result):
                             result = await result
                     finally:
                         emitted.flush(sink)
                 else:
                     result = spec.fn(StateCopy(state))
-                    if inspect.isawaitable(result):
+                    if type(result) is not dict and inspect.isawaitable(result):
                         result = await result
             except Exception as exc:
                 error = NodeFailed(self.run_id, node, step, exc)
@@ -688,13 +690,13 @@ class Driver:
                 # fails (most calls succeed, and this keeps a retry wrapper nearly free).
                 try:
                     result = fn(fresh(), ctx) if ctx else fn(fresh())
-                    if inspect.isawaitable(result):
+                    if type(result) is not dict and inspect.isawaitable(result):
                         result = await result
                 except Exception as first:
                     result = await self._guarded(spec, fn, is_async, node, fresh, ctx, sink, first)
             else:
                 result = fn(fresh(), ctx) if ctx else fn(fresh())
-                if inspect.isawaitable(result):
+                if type(result) is not dict and inspect.isawaitable(result):
                     result = await result
             if result is not None and not isinstance(result, dict):
                 raise TypeError(
@@ -727,6 +729,16 @@ class Driver:
             failed = NodeFailed(self.run_id, node, step, error)
             failed.__cause__ = error
             raise _Failure(node, failed)
+        # The common delta — a few string keys to strings, whole numbers, booleans or
+        # None — is JSON as it is: a shallow copy is the copy, with no encoding. Anything
+        # else (a float, a list, a subclass, a key that is not a string) takes the full
+        # round trip, which names the bad key path.
+        scalars = _SCALARS
+        for key, value in result.items():
+            if type(key) is not str or type(value) not in scalars:
+                break
+        else:
+            return dict(result)
         try:
             delta: dict[str, Any] = loads(dumps(result, root=f"delta of {node!r}"))
             if delta != result:  # tuples became lists (fine) or keys became strings (not)

@@ -288,6 +288,8 @@ def test_nodes_get_a_copy_and_deltas_merge_through_reducers(
         ({"deep": {"x": [1, {2, 3}]}}, "delta of 'a'['deep']['x'][1]"),
         ({"n": float("nan")}, "delta of 'a'['n']"),
         ({"d": {1: "int key"}}, "delta of 'a'['d']"),
+        ({1: "int key at the top"}, "delta of 'a'"),
+        ({"n": float("inf"), "ok": "text"}, "delta of 'a'['n']"),
     ],
 )
 def test_a_non_json_delta_fails_the_run_with_its_path_and_saves_nothing(

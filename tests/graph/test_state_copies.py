@@ -125,6 +125,31 @@ def test_nodes_of_a_superstep_and_send_tasks_cannot_change_each_others_input(
     assert store.checkpoint(run.run_id).state == run.state
 
 
+def test_a_node_that_changes_its_returned_dict_later_does_not_change_the_state(
+    drive: Driver,
+) -> None:
+    returned: list[dict[str, Any]] = []
+
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        returned.append({"n": state["n"] + 1, "note": "kept"})
+        return returned[-1]
+
+    store = MemoryCheckpointer()
+    g = StateGraph("returned").add_node("a", node).add_node("b", node).add_edge("a", "b")
+    run = g.set_entry_point("a").compile(store).start(START)
+    drive.step(run)
+    returned[0]["n"] = 99
+    returned[0]["note"] = "changed"
+    del returned[0]["note"]
+    drive.run(run)
+    expected = {**json.loads(json.dumps(START)), "n": 2, "note": "kept"}
+    assert run.state == expected
+    assert [cp.state for cp in store.checkpoints(run.run_id)][-1] == expected
+    assert [cp.state["n"] for cp in store.checkpoints(run.run_id)] == [0, 1, 2]
+    deltas = [e.payload["delta"] for e in store.events(run.run_id) if e.type == "state_update"]
+    assert deltas == [{"n": 1, "note": "kept"}, {"n": 2, "note": "kept"}]
+
+
 def test_a_router_or_a_kept_reference_cannot_change_the_state_later(drive: Driver) -> None:
     kept: list[dict[str, Any]] = []
 
