@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any
 
 import pytest
@@ -59,6 +60,35 @@ def test_a_long_run_stores_deltas_and_a_snapshot_once_they_outweigh_the_last_one
         assert store.checkpoint(run.run_id, step).state == state
     assert [cp.state for cp in store.checkpoints(run.run_id)] == states
     assert store.checkpoint(run.run_id).state == states[-1]
+
+
+def test_a_linear_steps_delta_holds_only_what_its_node_changed_and_rebuilds_exactly(
+    store: Checkpointer,
+) -> None:
+    wide = {f"k{i}": {"v": i} for i in range(20)}
+    g = StateGraph("wide", reducers={"log": operator.add, "total": lambda a, b: a + b})
+    g.add_node("grow", lambda s: {"history": [*s["history"], s["n"]], "n": s["n"] + 1})
+    g.add_node("same", lambda s: {"k3": {"v": 3}, "log": ["same"]})
+    g.add_node("add", lambda s: {"total": 2, "fresh": s["n"], "k0": {"v": -1}})
+    g.set_entry_point("grow").add_edge("grow", "same").add_edge("same", "add")
+    g.add_conditional_edge("add", lambda s: "grow" if s["n"] < 3 else END, ["grow", END])
+    run = g.compile(store).start({**wide, "n": 0, "history": [], "log": [], "total": 0})
+    states = [run.state]
+    while run.status == "running":
+        run.step()
+        states.append(run.state)
+    assert run.status == "completed"
+    assert [dumps(cp.state) for cp in store.checkpoints(run.run_id)] == [dumps(s) for s in states]
+    for step, state in enumerate(states):
+        assert dumps(store.checkpoint(run.run_id, step).state) == dumps(state)
+    if isinstance(store, MemoryCheckpointer):
+        rows = store._checkpoints[run.run_id]
+        assert [rows[step].body for step in (1, 2, 3, 4)] == [
+            '{"append":{"history":[0]},"set":{"n":1}}',
+            '{"append":{"log":["same"]}}',
+            '{"set":{"k0":{"v":-1},"total":2,"fresh":1}}',
+            '{"append":{"history":[1]},"set":{"n":2}}',
+        ]
 
 
 def test_an_approval_with_edits_is_stored_as_a_snapshot_and_the_chain_continues_from_it(
