@@ -262,7 +262,6 @@ class Driver:
                 new_frontier: Frontier | None = None
                 appended: dict[str, list[Any]] | None = None  # tails the append reducer added
                 settles: int | None = None
-                changed: Mapping[str, Any] | None = None  # the only keys the step changed
                 if frontier is None:
                     start = self._event(_NODE_START, node, step, {})
                     self.pending = [start]
@@ -297,7 +296,6 @@ class Driver:
                     if reduce and wf.reducers:
                         appended = _appended(delta, wf.reducers)
                     new_state = await self._merge_one(node, step, state, delta, reduce)
-                    changed = delta
                     simple = wf.simple_next.get(node)
                     if simple is None:
                         new_frontier, leads = await self._route(tasks, step, new_state, ())
@@ -356,7 +354,7 @@ class Driver:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
                 checkpoint, chain = self._checkpoint(
-                    step, nxt_head, state, new_state, tasks_json, appended, changed
+                    step, nxt_head, state, new_state, tasks_json, appended
                 )
                 if ran_after is not None or pause:
                     new_json = dumps(new_state)
@@ -441,22 +439,11 @@ class Driver:
         new_state: dict[str, Any],
         tasks_json: str | None,
         appended: Mapping[str, list[Any]] | None = None,
-        changed: Mapping[str, Any] | None = None,
     ) -> tuple[CheckpointWrite, Chain]:
         """The step's checkpoint: the delta from ``state`` when the chain goes on (no
-        encoding of the whole state), else a snapshot and the chain it starts.
-
-        ``changed``: a delta whose keys are the only ones ``new_state`` may differ in.
-        When ``state`` has them all, only those keys are compared (the same delta, its
-        keys in ``changed``'s order; a rebuild gives the same state), not the whole state.
-        """
+        encoding of the whole state), else a snapshot and the chain it starts."""
         if self.chain is not None:
-            if changed is not None and state.keys() >= changed.keys():
-                before = {key: state[key] for key in changed}
-                after = {key: new_state[key] for key in changed}
-                delta_json, chain = self.chain.next(before, after, appended)
-            else:
-                delta_json, chain = self.chain.next(state, new_state, appended)
+            delta_json, chain = self.chain.next(state, new_state, appended)
             if delta_json is not None:
                 return CheckpointWrite(step, node, "", tasks_json, delta_json), chain
         new_json = dumps(new_state)
