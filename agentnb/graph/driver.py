@@ -267,7 +267,7 @@ class Driver:
                     self.pending = [start]
                     yield start
                     try:
-                        call = self._invoke(tasks[0], step, state, self._sink(node, step))
+                        call = self._invoke(tasks[0], step, state, None)
                         if self.live is None:
                             delta = await call
                         else:  # hand on what the node emits while it runs
@@ -617,10 +617,18 @@ class Driver:
     # -- calling one node ------------------------------------------------------------------
 
     async def _invoke(
-        self, task: Task, step: int, state: dict[str, Any], sink: Sink, *, threaded: bool = False
+        self,
+        task: Task,
+        step: int,
+        state: dict[str, Any],
+        sink: Sink | None,
+        *,
+        threaded: bool = False,
     ) -> dict[str, Any]:
         """Call the task's node on a fresh copy of the state (copied as it is read: a
-        :class:`~agentnb.graph.copies.StateCopy`); return its checked delta.
+        :class:`~agentnb.graph.copies.StateCopy`); return its checked delta. ``sink``:
+        where what the node reports goes (``None``: the step's pending events, the sink
+        made only when the node can report — most nodes cannot).
 
         Raises:
             _Failure: carrying the typed error (NodeFailed, BreakerOpen, InvalidState).
@@ -631,6 +639,8 @@ class Driver:
             # The common case, kept lean: an unguarded function on the loop's thread.
             try:
                 if spec.takes_ctx:
+                    if sink is None:
+                        sink = self._sink(node, step)
                     emitted = self._streams(task)
                     context = NodeContext(
                         self.store, self.run_id, node, step, sink, task.id, emitted.add
@@ -650,6 +660,8 @@ class Driver:
                 error.__cause__ = exc
                 raise _Failure(node, error) from None
             return self._checked(node, step, result)
+        if sink is None:
+            sink = self._sink(node, step)
         if spec.subgraph is not None:
             try:
                 return await drive_child(
