@@ -246,7 +246,10 @@ class Driver:
                 head = tasks[0].node
                 if max_supersteps is not None and executed >= max_supersteps:
                     return
-                if self.halt is not None and self.halt():
+                # A stopping Worker's runs end between supersteps — but each runs the one
+                # it was claimed for first: a run a worker holds is a step in flight, so a
+                # SIGTERM just after a claim still hands the next worker a step done.
+                if executed and self.halt is not None and self.halt():
                     return
                 if step >= record.max_steps:
                     budget = StepBudgetExhausted(self.run_id, record.max_steps, head)

@@ -187,6 +187,37 @@ def test_stop_lets_the_step_in_flight_finish_then_gives_the_run_back(
     assert run.state == {"a": 1, "b": 1}
 
 
+def test_a_run_claimed_just_before_stop_still_runs_its_step_then_is_given_back(
+    store: Checkpointer,
+) -> None:
+    """SIGTERM right after a claim: the claimed run is a step in flight, so the next worker
+    is handed a step done, not the same run untouched."""
+    holder: list[Worker] = []
+    original = store.claim
+
+    def claim_then_stop(*args: Any, **kwargs: Any) -> Any:
+        claimed = original(*args, **kwargs)
+        if claimed:
+            holder[0].stop()  # stop lands after the claim, before the first superstep
+        return claimed
+
+    store.claim = claim_then_stop  # type: ignore[method-assign]
+    g = StateGraph("two").add_node("a", lambda s: {"a": 1}).add_node("b", lambda s: {"b": 1})
+    wf = g.set_entry_point("a").add_edge("a", "b").compile(store)
+    run = wf.submit({})
+    worker = Worker(wf)
+    holder.append(worker)
+    stats = worker.run()
+    assert (stats.claimed, stats.requeued) == (1, 1)
+    record = run.record
+    assert (record.status, record.step, record.node, record.lease_owner) == (
+        Status.QUEUED,
+        1,
+        "b",
+        None,
+    )
+
+
 def test_a_stopped_worker_claims_nothing(store: Checkpointer) -> None:
     wf = StateGraph("idle").add_node("a", lambda s: {}).set_entry_point("a").compile(store)
     run = wf.submit()

@@ -90,7 +90,9 @@ def handover(store: SqliteCheckpointer, *, stopped: bool) -> dict[str, Any]:
         assert "1 completed" in drain(store)
         return {"store": store}
     first = _worker(store)
-    workflow.submit({"requested": 60, "lookup_seconds": 1}, run_id="handover-1")
+    # 3 s, as the exercise says: SIGTERM must reach the worker while planner is in flight,
+    # and on two loaded cores delivering it took longer than a 1 s lookup once.
+    workflow.submit({"requested": 60, "lookup_seconds": 3}, run_id="handover-1")
     until(lambda: store.get_run("handover-1").worker is not None)
     first.send_signal(signal.SIGTERM)
     assert "1 requeued" in _finished(first)
