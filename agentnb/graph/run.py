@@ -739,10 +739,9 @@ class Run(Drawable, HasTimeline, Viewable):
         task: str | None = None,
         expected_digest: str | None = None,
     ) -> Decision:
-        """Async twin of :meth:`respond` (the database call runs in a worker thread)."""
-        import asyncio
-
-        return await asyncio.to_thread(
+        """Async twin of :meth:`respond` (off the event loop, as every store call:
+        :meth:`~agentnb.store.base.Checkpointer.offload`)."""
+        return await self._store.offload(
             self.respond,
             value,
             by=by,
@@ -776,12 +775,11 @@ class Run(Drawable, HasTimeline, Viewable):
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
-        The database call runs in a worker thread: a decision may wait for another
-        process's write (up to the store's busy timeout), and the event loop must not.
+        The database call runs off the event loop (:meth:`~agentnb.store.base.
+        Checkpointer.offload`): a decision may wait for another process's write (up to the
+        store's busy timeout), and the event loop must not.
         """
-        import asyncio
-
-        return await asyncio.to_thread(
+        return await self._store.offload(
             self.decide,
             decision,
             by=by,

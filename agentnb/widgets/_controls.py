@@ -298,7 +298,7 @@ class Controls:
             self._deciding += 1
         try:
             # The store's write may wait on another process's transaction: not on this loop.
-            refusal = await asyncio.to_thread(self._attempt, call)
+            refusal = await self.run.workflow.checkpointer.offload(self._attempt, call)
         except AgentnbError as exc:  # not a refusal: the run or the store is gone
             self.say(error=str(exc))
         else:
