@@ -62,7 +62,6 @@ from agentnb.store.base import (
 from agentnb.store.sqlite_tasks import (
     HELD_COLUMNS,
     held_task,
-    record_edit,
     settle,
     task_edit,
     with_edit,
@@ -744,44 +743,25 @@ class SqliteCheckpointer(Checkpointer):
                 if denied is not None:
                     refusal, reason = denied
                 step, digest = current.step, None
-            decision_id = db.execute(
-                f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    run_id,
-                    task,
-                    step,
-                    decision,
-                    approver,
-                    comment,
-                    expected_digest,
-                    digest,
-                    int(refusal is None),
-                    reason,
-                    now,
-                    identity_json,
-                ),
-            ).fetchone()[0]
-            if refusal is None and edit is not None:
-                record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
+            record = sqlite_decisions.audit(
+                db,
+                run_id,
+                task,
+                step,
+                decision,
+                approver,
+                comment,
+                expected_digest,
+                digest,
+                reason=reason,
+                accepted=refusal is None,
+                now=now,
+                who=who,
+                edit=edit,
+            )
         if refusal is not None:
             raise refusal
-        return Decision(
-            decision_id,
-            run_id,
-            task,
-            step,
-            decision,
-            approver,
-            comment,
-            expected_digest,
-            digest,
-            accepted=True,
-            reason=None,
-            at=now,
-            identity=who,
-            edit=None if edit is None else edit.audit(),
-        )
+        return record
 
     # -- reading -------------------------------------------------------------------------
 

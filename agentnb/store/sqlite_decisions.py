@@ -38,7 +38,7 @@ from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
 from agentnb.store.sqlite_rows import run as run_row
 from agentnb.store.sqlite_tasks import edit_checkpoint, record_edit
 
-__all__ = ["decide", "get_run", "policy_refusal", "run_policy"]
+__all__ = ["audit", "decide", "get_run", "policy_refusal", "run_policy"]
 
 
 def get_run(db: sqlite3.Connection, run_id: str) -> RunRecord:
@@ -118,6 +118,44 @@ def decide(
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, seq, current.step, node, state, pack([event]), now, tasks),
         )
+    record = audit(
+        db,
+        run_id,
+        node,
+        step,
+        decision,
+        approver,
+        comment,
+        expected_digest,
+        digest,
+        reason=reason,
+        accepted=refused is None,
+        now=now,
+        who=who,
+        edit=edit,
+    )
+    return record, refused
+
+
+def audit(
+    db: sqlite3.Connection,
+    run_id: str,
+    node: str | None,
+    step: int | None,
+    decision: str,
+    approver: str,
+    comment: str | None,
+    expected_digest: str | None,
+    digest: str | None,
+    *,
+    reason: str | None,
+    accepted: bool,
+    now: float,
+    who: Identity,
+    edit: DecisionEdit | None,
+) -> Decision:
+    """Append one decision attempt to the audit (and, accepted, its edit): the record of a
+    whole run's decision and of a held task's alike."""
     decision_id = db.execute(
         f"INSERT INTO decisions ({DECISION_COLUMNS}) "
         "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -130,15 +168,15 @@ def decide(
             comment,
             expected_digest,
             digest,
-            int(refused is None),
+            int(accepted),
             reason,
             now,
             dumps(who.to_json()),
         ),
     ).fetchone()[0]
-    if refused is None and edit is not None:
+    if accepted and edit is not None:
         record_edit(db, decision_id, edit, run_id=run_id, step=step, node=node, at=now)
-    record = Decision(
+    return Decision(
         decision_id,
         run_id,
         node,
@@ -148,13 +186,12 @@ def decide(
         comment,
         expected_digest,
         digest,
-        accepted=refused is None,
+        accepted=accepted,
         reason=reason,
         at=now,
         identity=who,
-        edit=None if refused is not None or edit is None else edit.audit(),
+        edit=None if not accepted or edit is None else edit.audit(),
     )
-    return record, refused
 
 
 def policy_refusal(
