@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import agentnb.store.base
+import agentnb.store.leases
 from agentnb import ApprovalNotPending, NodeContext, PostgresCheckpointer, RunBusy, StateGraph
 
 DEADLINE = 120.0
@@ -103,7 +103,7 @@ def race(dsn: str, go: Path, me: str, ids_file: Path) -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     if os.environ.get("AGENTNB_HOST"):
-        agentnb.store.base._HOST = os.environ["AGENTNB_HOST"]
+        agentnb.store.leases._HOST = os.environ["AGENTNB_HOST"]
     command, dsn = argv[0], argv[1]
     if command == "run":
         print(json.dumps(drive(dsn, argv[2])), flush=True)
