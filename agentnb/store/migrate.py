@@ -56,7 +56,7 @@ def _audit_edits_kept_while_their_decision_exists(db: sqlite3.Connection) -> Non
 
 def _checkpoints_as_deltas(db: sqlite3.Connection) -> None:
     """0008: full-state checkpoints become snapshots and deltas, checked step by step."""
-    from agentnb.store.sqlite_checkpoints import convert
+    from agentnb.store.sql_checkpoints import convert
 
     convert(db)
 

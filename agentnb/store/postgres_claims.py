@@ -30,7 +30,7 @@ CHANNEL = "agentnb_work"
 def update(
     where: str, params: Sequence[Any], limit: int, owner: str, expires: float
 ) -> tuple[str, tuple[Any, ...]]:
-    """PostgreSQL's claim (a :data:`~agentnb.store.sqlite_claims.Statement`): the inner
+    """PostgreSQL's claim (a :data:`~agentnb.store.sql_claims.Statement`): the inner
     ``SELECT`` locks the rows it picks and skips those another claim has locked."""
     return (
         f"WITH c AS (SELECT run_id FROM runs WHERE {where} "

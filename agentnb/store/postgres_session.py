@@ -1,6 +1,6 @@
 """The PostgreSQL checkpointer's connection: connect, speak the shared SQL, survive a restart.
 
-The checkpointer's row functions (``sqlite_decisions``, ``sqlite_tasks``, the machine store)
+The checkpointer's row functions (``sql_decisions``, ``sql_tasks``, the machine store)
 are written once, in the SQL both engines speak, with SQLite's ``?`` placeholders. A
 :class:`Session` runs them on PostgreSQL; :func:`dialect` rewrites the few spellings that
 differ, each named in :data:`REWRITES` (a test pins every one of them).

@@ -59,7 +59,7 @@ from agentnb.store.base import (
     owner_is_dead,
     task_refusal,
 )
-from agentnb.store.sqlite_tasks import (
+from agentnb.store.sql_tasks import (
     HELD_COLUMNS,
     held_task,
     settle,
@@ -72,10 +72,10 @@ if TYPE_CHECKING:
 from agentnb.identity import Identity, IdentityProvider, check_provider
 from agentnb.store import (
     chains,
-    sqlite_checkpoints,
-    sqlite_claims,
-    sqlite_decisions,
-    sqlite_retention,
+    sql_checkpoints,
+    sql_claims,
+    sql_decisions,
+    sql_retention,
 )
 from agentnb.store.claims import TimerClaim
 from agentnb.store.history import CheckpointInfo
@@ -97,9 +97,9 @@ from agentnb.store.records import (
     Status,
 )
 from agentnb.store.retention import Pruned
-from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
-from agentnb.store.sqlite_rows import decision as decision_row
-from agentnb.store.sqlite_rows import run as run_row
+from agentnb.store.sql_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
+from agentnb.store.sql_rows import decision as decision_row
+from agentnb.store.sql_rows import run as run_row
 
 __all__ = ["LATEST", "SqliteCheckpointer"]
 
@@ -373,10 +373,10 @@ class SqliteCheckpointer(Checkpointer):
     def run_policy(self, run_id: str) -> RunPolicy:
         with self._lock:
             self._check_open()
-            return sqlite_decisions.run_policy(self._db, run_id)
+            return sql_decisions.run_policy(self._db, run_id)
 
     def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
-        return sqlite_decisions.get_run(db, run_id)
+        return sql_decisions.get_run(db, run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
@@ -537,7 +537,7 @@ class SqliteCheckpointer(Checkpointer):
         run_ids: Sequence[str] | None = None,
     ) -> list[RunRecord]:
         with self._write() as db:
-            return sqlite_claims.claim(
+            return sql_claims.claim(
                 db,
                 owner,
                 graphs,
@@ -548,17 +548,17 @@ class SqliteCheckpointer(Checkpointer):
             )
 
     # The claim's UPDATE (PostgreSQL: its own, with FOR UPDATE SKIP LOCKED).
-    _claim_update = staticmethod(sqlite_claims.update)
+    _claim_update = staticmethod(sql_claims.update)
 
     def renew(
         self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     ) -> list[str]:
         with self._write() as db:
-            return sqlite_claims.renew(db, owner, run_ids, lease_seconds)
+            return sql_claims.renew(db, owner, run_ids, lease_seconds)
 
     def requeue(self, run_id: str, fence: int) -> bool:
         with self._write() as db:
-            return sqlite_claims.requeue(db, run_id, fence)
+            return sql_claims.requeue(db, run_id, fence)
 
     def claim_timers(
         self,
@@ -570,13 +570,13 @@ class SqliteCheckpointer(Checkpointer):
         now: float | None = None,
     ) -> list[TimerClaim]:
         with self._write() as db:
-            return sqlite_claims.claim_timers(
+            return sql_claims.claim_timers(
                 db, owner, machines, limit=limit, lease_seconds=lease_seconds, now=now
             )
 
     def release_timers(self, instance_id: str, owner: str) -> None:
         with self._write() as db:
-            sqlite_claims.release_timers(db, instance_id, owner)
+            sql_claims.release_timers(db, instance_id, owner)
 
     # -- decisions -----------------------------------------------------------------------
 
@@ -603,7 +603,7 @@ class SqliteCheckpointer(Checkpointer):
                 run_id, decision, approver, comment, expected_digest, task, edit, who, checks
             )
         with self._write(durable=True) as db:
-            record, refused = sqlite_decisions.decide(
+            record, refused = sql_decisions.decide(
                 db,
                 run_id,
                 decision,
@@ -676,7 +676,7 @@ class SqliteCheckpointer(Checkpointer):
             denied: tuple[Exception, str] | None = None
             if held_node is not None and current.status == Status.PENDING:
                 at_task = dataclasses.replace(current, node=held_node[0])
-                denied = sqlite_decisions.policy_refusal(
+                denied = sql_decisions.policy_refusal(
                     db, at_task, who, decision, approver, checks or {}
                 )
             if denied is None and decision == "approved" and held_node is not None:
@@ -743,7 +743,7 @@ class SqliteCheckpointer(Checkpointer):
                 if denied is not None:
                     refusal, reason = denied
                 step, digest = current.step, None
-            record = sqlite_decisions.audit(
+            record = sql_decisions.audit(
                 db,
                 run_id,
                 task,
@@ -769,7 +769,7 @@ class SqliteCheckpointer(Checkpointer):
         with self._lock:
             self._check_open()
             with self._snapshot() as db:  # the chain and its bodies, read as of one moment
-                found = sqlite_checkpoints.checkpoint(db, run_id, step)
+                found = sql_checkpoints.checkpoint(db, run_id, step)
         if found is None:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
@@ -778,7 +778,7 @@ class SqliteCheckpointer(Checkpointer):
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._lock:
             self._check_open()
-            found = sqlite_checkpoints.checkpoints(self._db, run_id)
+            found = sql_checkpoints.checkpoints(self._db, run_id)
         if not found:
             self.get_run(run_id)
         return found
@@ -845,7 +845,7 @@ class SqliteCheckpointer(Checkpointer):
         # One scan of the covering index entries_chain (0008); no entry's state is read.
         with self._lock:
             self._check_open()
-            found = sqlite_checkpoints.infos(self._db, run_id)
+            found = sql_checkpoints.infos(self._db, run_id)
         if not found:
             self.get_run(run_id)
         return found
@@ -853,7 +853,7 @@ class SqliteCheckpointer(Checkpointer):
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
         with self._reclaiming() as reclaim:
             with self._write() as db:
-                audit = sqlite_retention.delete(
+                audit = sql_retention.delete(
                     db, run_id, include_audit=include_audit, now=time.time()
                 )
             freed, returned = reclaim(True)
@@ -866,9 +866,9 @@ class SqliteCheckpointer(Checkpointer):
         status: Status | str | None = None,
         include_audit: bool = False,
     ) -> Pruned:
-        run_ids, statuses, until = sqlite_retention.prune_candidates(self._read, before, status)
+        run_ids, statuses, until = sql_retention.prune_candidates(self._read, before, status)
         with self._reclaiming() as reclaim:
-            deleted, audit = sqlite_retention.prune(
+            deleted, audit = sql_retention.prune(
                 self._write_run, self._get, run_ids, statuses, until, include_audit=include_audit
             )
             freed, returned = reclaim(bool(deleted or audit))
@@ -883,10 +883,10 @@ class SqliteCheckpointer(Checkpointer):
         """Under the store's lock, around a deletion: ``reclaim(changed)`` gives the freed
         pages back when something was deleted; the bytes freed, and whether it could."""
         with self._lock:
-            before = sqlite_retention.size(self._db)
+            before = sql_retention.size(self._db)
 
             def reclaim(changed: bool) -> tuple[int, bool]:
-                returned = sqlite_retention.return_space(self._db, self.path) if changed else True
-                return max(before - sqlite_retention.size(self._db), 0), returned
+                returned = sql_retention.return_space(self._db, self.path) if changed else True
+                return max(before - sql_retention.size(self._db), 0), returned
 
             yield reclaim

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentnb import END, RunActive, RunNotFound, SqliteCheckpointer, StateGraph, Status
-from agentnb.store.sqlite_retention import AUDIT_TABLES, RUN_TABLES
+from agentnb.store.sql_retention import AUDIT_TABLES, RUN_TABLES
 
 DECISION_COLUMNS = (
     "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "

@@ -23,7 +23,7 @@ from agentnb.errors import (
     StaleApproval,
 )
 from agentnb.identity import Identity
-from agentnb.store import sqlite_checkpoints
+from agentnb.store import sql_checkpoints
 from agentnb.store.base import DecisionEdit, decision_status
 from agentnb.store.policy import (
     ApproverPolicy,
@@ -34,9 +34,9 @@ from agentnb.store.policy import (
     refusal,
 )
 from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
-from agentnb.store.sqlite_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
-from agentnb.store.sqlite_rows import run as run_row
-from agentnb.store.sqlite_tasks import edit_checkpoint, record_edit
+from agentnb.store.sql_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
+from agentnb.store.sql_rows import run as run_row
+from agentnb.store.sql_tasks import edit_checkpoint, record_edit
 
 __all__ = ["audit", "decide", "get_run", "policy_refusal", "run_policy"]
 
@@ -246,7 +246,7 @@ def _refusal(
             run.graph,
             run.node,
             run.step,
-            sqlite_checkpoints.state(db, run.run_id),
+            sql_checkpoints.state(db, run.run_id),
             policy.started_by,
             decision,
             approver,

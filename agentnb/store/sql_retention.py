@@ -20,8 +20,8 @@ from typing import Any
 from agentnb.errors import RunActive, RunNotFound
 from agentnb.store.records import RunRecord, Status
 from agentnb.store.retention import check_deletable, cutoff, prunable_statuses, selected
-from agentnb.store.sqlite_decisions import get_run
-from agentnb.store.sqlite_rows import RUN_SELECT
+from agentnb.store.sql_decisions import get_run
+from agentnb.store.sql_rows import RUN_SELECT
 
 __all__ = [
     "AUDIT_TABLES",

@@ -15,8 +15,8 @@ from typing import Any
 
 from agentnb.store.claims import TimerClaim, graph_filter
 from agentnb.store.records import RunRecord
-from agentnb.store.sqlite_rows import RUN_SELECT
-from agentnb.store.sqlite_rows import run as run_row
+from agentnb.store.sql_rows import RUN_SELECT
+from agentnb.store.sql_rows import run as run_row
 
 __all__ = [
     "claim",
