@@ -97,8 +97,9 @@ class SqliteMachineStore:
         now = time.time()
         with self._write() as db:
             inserted = db.execute(
-                "INSERT OR IGNORE INTO machine_instances (instance_id, machine, state, "
-                "context, seq, created_at, updated_at, chart) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO machine_instances (instance_id, machine, state, context, seq, "
+                "created_at, updated_at, chart) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 (
                     snapshot.instance_id,
                     snapshot.machine,

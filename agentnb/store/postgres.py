@@ -2,9 +2,9 @@
 
 Install the extra: ``pip install "agentnb[postgres]"`` (psycopg 3). It keeps the same
 tables as the SQLite store (``migrations/postgres_NNNN_*.sql``, numbered, a newer schema
-refused) and runs the same row functions (through :mod:`agentnb.store.postgres_session`,
-which rewrites the few SQL spellings that differ), so both backends decide, fence and
-audit with one piece of code. What differs, and why:
+refused) and is the same :class:`~agentnb.store.sql.SqlCheckpointer` as the SQLite store,
+with PostgreSQL's dialect and transactions, so both backends decide, fence and audit with
+one piece of code. What differs, and why:
 
 * **Locks instead of a file lock.** SQLite's ``BEGIN IMMEDIATE`` makes every write wait
   for the one before. Here a write transaction takes a transaction-scoped advisory lock
@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any, cast
 from agentnb.errors import StoreError
 from agentnb.identity import IdentityProvider, check_provider
 from agentnb.store import postgres_claims
+from agentnb.store.dialect import Dialect
 from agentnb.store.postgres_claims import CHANNEL
+from agentnb.store.postgres_dialect import spell
 from agentnb.store.postgres_locks import (
     SHARED,
     begin,
@@ -49,19 +51,27 @@ from agentnb.store.postgres_locks import (
 )
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
-from agentnb.store.sqlite import SqliteCheckpointer
+from agentnb.store.sql import SqlCheckpointer
 
 if TYPE_CHECKING:
     import sqlite3
 
     from agentnb.store.machines import SqliteMachineStore
 
-__all__ = ["PostgresCheckpointer"]
+__all__ = ["POSTGRES", "PostgresCheckpointer"]
+
+POSTGRES = Dialect(
+    "postgresql",
+    claim=postgres_claims.update,  # FOR UPDATE SKIP LOCKED: claims never wait on each other
+    duplicate=lambda: (load_psycopg().errors.UniqueViolation,),
+    spell=spell,
+)
+"""PostgreSQL's spelling: ``%s`` parameters, no index hints, its own claim and errors."""
 
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 
 
-class PostgresCheckpointer(SqliteCheckpointer):
+class PostgresCheckpointer(SqlCheckpointer):
     """Checkpoints in a PostgreSQL database shared by processes on many machines.
 
     Args:
@@ -71,7 +81,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
         connect_timeout: seconds a connection attempt may take before
             :class:`~agentnb.errors.StoreUnavailable`.
         reconnect_seconds: how long a lost connection is retried (with backoff).
-        identity: who this process is, as for :class:`SqliteCheckpointer`.
+        identity: who this process is, as for :class:`~agentnb.store.sqlite.SqliteCheckpointer`.
 
     Example:
         >>> store = PostgresCheckpointer(  # doctest: +SKIP
@@ -79,7 +89,9 @@ class PostgresCheckpointer(SqliteCheckpointer):
         ... )
     """
 
-    def __init__(  # the SQLite constructor opens a file: nothing of it applies here
+    dialect = POSTGRES
+
+    def __init__(
         self,
         dsn: str,
         *,
@@ -99,7 +111,7 @@ class PostgresCheckpointer(SqliteCheckpointer):
         self.synchronous = synchronous_commit or "server"
         self._lock = threading.RLock()
         self._local = threading.local()
-        self._machines = None
+        self._machines: SqliteMachineStore | None = None
         self._listener: postgres_claims.Listener | None = None
         self._closed = True
         self._session = Session(
@@ -214,33 +226,29 @@ class PostgresCheckpointer(SqliteCheckpointer):
 
     # -- runs ----------------------------------------------------------------------------
 
-    create_run = for_new_run(SqliteCheckpointer.create_run)
-
-    def _duplicate_errors(self) -> tuple[type[Exception], ...]:
-        return (load_psycopg().errors.UniqueViolation,)
+    create_run = for_new_run(SqlCheckpointer.create_run)
 
     # Every other call: the parent's code, under its run's lock, again after a lost link.
-    run_policy = for_run(SqliteCheckpointer.run_policy)
-    get_run = for_run(SqliteCheckpointer.get_run)
-    list_runs = reconnecting(SqliteCheckpointer.list_runs)
-    acquire = for_run(SqliteCheckpointer.acquire)
-    commit = for_run(SqliteCheckpointer.commit)
-    release = for_run(SqliteCheckpointer.release)
-    save_write = for_run(SqliteCheckpointer.save_write)
-    pending_writes = for_run(SqliteCheckpointer.pending_writes)
-    pending_tasks = for_run(SqliteCheckpointer.pending_tasks)
-    decide = waking(for_run(SqliteCheckpointer.decide))
-    requeue = waking(for_run(SqliteCheckpointer.requeue))
-    renew = keyed(SHARED, SqliteCheckpointer.renew)
-    claim_timers = keyed(None, SqliteCheckpointer.claim_timers)
-    release_timers = keyed(None, SqliteCheckpointer.release_timers)
+    run_policy = for_run(SqlCheckpointer.run_policy)
+    get_run = for_run(SqlCheckpointer.get_run)
+    list_runs = reconnecting(SqlCheckpointer.list_runs)
+    acquire = for_run(SqlCheckpointer.acquire)
+    commit = for_run(SqlCheckpointer.commit)
+    release = for_run(SqlCheckpointer.release)
+    save_write = for_run(SqlCheckpointer.save_write)
+    pending_writes = for_run(SqlCheckpointer.pending_writes)
+    pending_tasks = for_run(SqlCheckpointer.pending_tasks)
+    decide = waking(for_run(SqlCheckpointer.decide))
+    requeue = waking(for_run(SqlCheckpointer.requeue))
+    renew = keyed(SHARED, SqlCheckpointer.renew)
+    claim_timers = keyed(None, SqlCheckpointer.claim_timers)
+    release_timers = keyed(None, SqlCheckpointer.release_timers)
 
     # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
 
     # The parent's claim, its statement PostgreSQL's (FOR UPDATE SKIP LOCKED), under the
     # shared database key only: claims lock their rows themselves and never queue behind steps.
-    claim = keyed(SHARED, SqliteCheckpointer.claim)
-    _claim_update = staticmethod(postgres_claims.update)
+    claim = keyed(SHARED, SqlCheckpointer.claim)
 
     async def await_work(self, owner: str, timeout: float) -> None:
         """Wait for ``NOTIFY`` from a write that made work claimable, or ``timeout``."""
@@ -264,13 +272,13 @@ class PostgresCheckpointer(SqliteCheckpointer):
             listener.heard()  # it may hear what this wait was for: the next returns at once
             raise
 
-    checkpoint = for_run(SqliteCheckpointer.checkpoint)
-    checkpoints = for_run(SqliteCheckpointer.checkpoints)
-    events = for_run(SqliteCheckpointer.events)
-    decisions = reconnecting(SqliteCheckpointer.decisions)
-    recorded_effect = reconnecting(SqliteCheckpointer.recorded_effect)
-    effects = for_run(SqliteCheckpointer.effects)
-    list_checkpoints = for_run(SqliteCheckpointer.list_checkpoints)
+    checkpoint = for_run(SqlCheckpointer.checkpoint)
+    checkpoints = for_run(SqlCheckpointer.checkpoints)
+    events = for_run(SqlCheckpointer.events)
+    decisions = reconnecting(SqlCheckpointer.decisions)
+    recorded_effect = reconnecting(SqlCheckpointer.recorded_effect)
+    effects = for_run(SqlCheckpointer.effects)
+    list_checkpoints = for_run(SqlCheckpointer.list_checkpoints)
 
     @reconnecting
     def record_effect(
@@ -306,5 +314,5 @@ class PostgresCheckpointer(SqliteCheckpointer):
         # PostgreSQL's autovacuum reuses the space; nothing is measured or given back here.
         yield lambda changed: (0, True)
 
-    delete_run = for_run(SqliteCheckpointer.delete_run)
-    prune = reconnecting(SqliteCheckpointer.prune)
+    delete_run = for_run(SqlCheckpointer.delete_run)
+    prune = reconnecting(SqlCheckpointer.prune)

@@ -1,9 +1,8 @@
 """The PostgreSQL checkpointer's connection: connect, speak the shared SQL, survive a restart.
 
-The checkpointer's row functions (``sql_decisions``, ``sql_tasks``, the machine store)
-are written once, in the SQL both engines speak, with SQLite's ``?`` placeholders. A
-:class:`Session` runs them on PostgreSQL; :func:`dialect` rewrites the few spellings that
-differ, each named in :data:`REWRITES` (a test pins every one of them).
+The checkpointer's row functions (the ``sql_*`` modules, the machine store) are written
+once, in the SQL both engines speak, with ``?`` parameters. A :class:`Session` runs them
+on PostgreSQL, spelled for its driver by :func:`~agentnb.store.postgres_dialect.spell`.
 
 A session is one connection (a step is one short transaction; the checkpointer's lock
 serialises its use, as SQLite's connection is). When the server goes away — restarted, or
@@ -17,16 +16,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentnb.errors import MissingDependency, StoreError, StoreUnavailable
+from agentnb.store.postgres_dialect import spell
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["REWRITES", "Disconnected", "Session", "dialect", "masked"]
+__all__ = ["Disconnected", "Session", "load_psycopg", "masked"]
 
 CONNECT_TIMEOUT = 10
 """Seconds a connection attempt waits for the server before it is a typed error."""
@@ -34,61 +34,6 @@ CONNECT_TIMEOUT = 10
 
 class Disconnected(Exception):
     """The connection was lost inside a transaction that did not commit: run it again."""
-
-
-def _no_params_types(sql: str) -> str:
-    # ``? IS NULL`` alone gives PostgreSQL no type for the parameter: say it is text.
-    return re.sub(r"\(\? IS NULL OR", "(?::text IS NULL OR", sql)
-
-
-def _insert_or_ignore(sql: str) -> str:
-    if not sql.lstrip().upper().startswith("INSERT OR IGNORE INTO"):
-        return sql
-    sql = re.sub(r"(?i)INSERT OR IGNORE INTO", "INSERT INTO", sql, count=1)
-    head, sep, tail = sql.partition(" RETURNING ")
-    return f"{head} ON CONFLICT DO NOTHING{sep}{tail}"
-
-
-REWRITES: tuple[tuple[str, Callable[[str], str]], ...] = (
-    # Order matters: ``%`` is escaped before ``?`` becomes psycopg's ``%s``.
-    ("a literal % is escaped", lambda s: s.replace("%", "%%")),
-    ("? IS NULL gets a type", _no_params_types),
-    ("? becomes %s", lambda s: s.replace("?", "%s")),
-    ("INSERT OR IGNORE becomes ON CONFLICT DO NOTHING", _insert_or_ignore),
-    ("INDEXED BY hints are SQLite's", lambda s: re.sub(r"\s+INDEXED BY \w+", "", s)),
-    (
-        "max(a, b) of two values is greatest(a, b)",
-        lambda s: s.replace("max(r.status_at, e.at)", "greatest(r.status_at, e.at)"),
-    ),
-    (
-        "an audit row's id is the identity column's default",
-        lambda s: (
-            s.replace("VALUES (NULL, ", "VALUES (DEFAULT, ")
-            if s.startswith("INSERT INTO decisions")
-            else s
-        ),
-    ),
-    (
-        "the tables are listed from pg_tables",
-        lambda s: s.replace(
-            "SELECT name FROM sqlite_master WHERE type = 'table'",
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
-        ),
-    ),
-)
-
-_CACHE: dict[str, str] = {}
-
-
-def dialect(sql: str) -> str:
-    """The shared SQL ``sql`` as PostgreSQL spells it (cached: the statements are few)."""
-    found = _CACHE.get(sql)
-    if found is None:
-        found = sql
-        for _, rewrite in REWRITES:
-            found = rewrite(found)
-        _CACHE[sql] = found
-    return found
 
 
 def masked(dsn: str) -> str:
@@ -195,7 +140,7 @@ class Session:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one shared-SQL statement; outside a transaction a lost connection is
         reconnected and the statement (a read, or one atomic write) run again."""
-        query = dialect(sql)
+        query = spell(sql)
         try:
             return self.conn.execute(query, tuple(params))
         except Exception as exc:
@@ -208,7 +153,7 @@ class Session:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cursor:
-            cursor.executemany(dialect(sql), [tuple(r) for r in rows])
+            cursor.executemany(spell(sql), [tuple(r) for r in rows])
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run PostgreSQL SQL as it is (no rewriting)."""

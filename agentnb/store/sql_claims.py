@@ -1,4 +1,4 @@
-"""The SQLite checkpointer's claims: one ``UPDATE ... RETURNING`` under ``BEGIN IMMEDIATE``.
+"""The SQL checkpointers' claims: one ``UPDATE ... RETURNING`` in a write transaction.
 
 The rule is :mod:`agentnb.store.claims`'. The write lock taken up front makes the choice
 and the lease one step, so two processes never claim the same run; PostgreSQL says the
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentnb.store.claims import TimerClaim, graph_filter
+from agentnb.store.dialect import Statement
 from agentnb.store.records import RunRecord
 from agentnb.store.sql_rows import RUN_SELECT
 from agentnb.store.sql_rows import run as run_row
@@ -31,12 +32,6 @@ _CLAIMABLE = (
     "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
     "AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')))"
 )
-
-
-Statement = Callable[[str, Sequence[Any], int, str, float], tuple[str, tuple[Any, ...]]]
-"""A claim's ``UPDATE`` in one dialect: ``(where, params, limit, owner, expires)`` to its SQL
-and parameters; ``where`` (with ``params``) picks the claimable runs, and the statement
-leases up to ``limit`` of them, oldest first, returning their ids."""
 
 
 def update(

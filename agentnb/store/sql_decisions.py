@@ -1,8 +1,9 @@
-"""The SQLite checkpointer's decision transaction: state, policy, digest, then the update.
+"""The SQL checkpointers' decision transaction: state, policy, digest, then the update.
 
-Everything here runs inside one ``BEGIN IMMEDIATE`` transaction opened by
-:meth:`SqliteCheckpointer.decide <agentnb.store.sqlite.SqliteCheckpointer.decide>`: the write
-lock is held from the first read to the commit, so what is checked cannot change before
+Everything here runs inside one write transaction opened by
+:meth:`SqlCheckpointer.decide <agentnb.store.sql.SqlCheckpointer.decide>` (SQLite:
+``BEGIN IMMEDIATE``; PostgreSQL: under the run's advisory lock): the lock is held from the
+first read to the commit, so what is checked cannot change before
 the run's row is updated — in this process or any other. The refusal (if any) is returned,
 not raised, so that the attempt's audit row commits with the transaction.
 """
@@ -24,7 +25,6 @@ from agentnb.errors import (
 )
 from agentnb.identity import Identity
 from agentnb.store import sql_checkpoints
-from agentnb.store.base import DecisionEdit, decision_status
 from agentnb.store.policy import (
     ApproverPolicy,
     PendingRun,
@@ -34,11 +34,19 @@ from agentnb.store.policy import (
     refusal,
 )
 from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
-from agentnb.store.sql_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
+from agentnb.store.sql_rows import AUDIT_COLUMNS, RUN_SELECT, pack, unpack
 from agentnb.store.sql_rows import run as run_row
-from agentnb.store.sql_tasks import edit_checkpoint, record_edit
+from agentnb.store.writes import DecisionEdit, decision_status
 
-__all__ = ["audit", "decide", "get_run", "policy_refusal", "run_policy"]
+__all__ = [
+    "audit",
+    "decide",
+    "edit_checkpoint",
+    "get_run",
+    "policy_refusal",
+    "record_edit",
+    "run_policy",
+]
 
 
 def get_run(db: sqlite3.Connection, run_id: str) -> RunRecord:
@@ -157,8 +165,8 @@ def audit(
     """Append one decision attempt to the audit (and, accepted, its edit): the record of a
     whole run's decision and of a held task's alike."""
     decision_id = db.execute(
-        f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-        "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        f"INSERT INTO decisions ({AUDIT_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             run_id,
             node,
@@ -253,3 +261,31 @@ def _refusal(
         )
 
     return refusal(applying, who, policy.started_by, checks, pending)
+
+
+def edit_checkpoint(
+    db: sqlite3.Connection, run_id: str, edit: DecisionEdit | None
+) -> tuple[str | None, str | None]:
+    """``(state, tasks)`` for the decision's journal entry: the edited state, if any."""
+    if edit is None or edit.state_json is None:
+        return None, None
+    return edit.state_json, edit.tasks_json
+
+
+def record_edit(
+    db: sqlite3.Connection,
+    decision_id: int,
+    edit: DecisionEdit,
+    *,
+    run_id: str,
+    step: int | None,
+    node: str | None,
+    at: float,
+) -> None:
+    """Audit what an accepted approval carried; an answer also goes to the effects ledger."""
+    db.execute("INSERT INTO decision_edits VALUES (?, ?)", (decision_id, dumps(edit.audit())))
+    if edit.answer_key is not None and edit.answer_json is not None:
+        db.execute(
+            "INSERT INTO effects VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (edit.answer_key, run_id, step or 0, node or "", "answer", edit.answer_json, at),
+        )

@@ -1,16 +1,15 @@
-"""The SQLite checkpointer's retention: deleting a run's rows, and giving the space back.
+"""The SQL checkpointers' retention: deleting a run's rows.
 
-The rules are :mod:`agentnb.store.retention`'s. Each run is deleted in one ``BEGIN
-IMMEDIATE`` transaction of the caller's, after :func:`~agentnb.store.retention.check_deletable`
-has seen its row under the write lock — so a worker taking the lease, or an approver
-deciding, in another process, is either before the check (and the run is refused) or after
-the delete (and finds no run).
+The rules are :mod:`agentnb.store.retention`'s. Each run is deleted in one write
+transaction of the caller's (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: under the run's
+lock), after :func:`~agentnb.store.retention.check_deletable` has seen its row under the
+write lock — so a worker taking the lease, or an approver deciding, in another process,
+is either before the check (and the run is refused) or after the delete (and finds no run).
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -30,8 +29,6 @@ __all__ = [
     "delete_orphan_audit",
     "prune",
     "prune_candidates",
-    "return_space",
-    "size",
 ]
 
 RUN_TABLES = (
@@ -41,17 +38,12 @@ RUN_TABLES = (
     "pending_writes",
     "pending_tasks",
 )
-"""Tables of per-run data (a ``run_id`` column) deleted with the run, when present.
+"""Tables of per-run data (a ``run_id`` column) deleted with the run.
 
 A table added by a later migration must be named here or in :data:`AUDIT_TABLES`: a test
 fails until it is."""
 AUDIT_TABLES = ("decisions", "decision_edits")
 """The append-only decision audit: kept, unless a retention asks for it explicitly."""
-
-
-def _present(db: sqlite3.Connection) -> set[str]:
-    rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {name for (name,) in rows}
 
 
 def delete(db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: float) -> int:
@@ -61,18 +53,16 @@ def delete(db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: flo
     before anything is deleted.
     """
     check_deletable(get_run(db, run_id), now)
-    tables = _present(db)
     # The run's row first: the audit's triggers refuse to delete the audit of a run
     # that still exists.
     db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
     for table in RUN_TABLES:
-        if table in tables:
-            db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+        db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
     if not include_audit:
         return 0
     ids = [i for (i,) in db.execute("SELECT id FROM decisions WHERE run_id = ?", (run_id,))]
     deleted = db.execute("DELETE FROM decisions WHERE run_id = ?", (run_id,)).rowcount
-    if "decision_edits" in tables and ids:
+    if ids:
         db.executemany("DELETE FROM decision_edits WHERE decision_id = ?", [(i,) for i in ids])
     return int(deleted)
 
@@ -88,7 +78,7 @@ def delete_orphan_audit(db: sqlite3.Connection, before: float) -> int:
         )
     ]
     db.executemany("DELETE FROM decisions WHERE id = ?", ids)
-    if ids and "decision_edits" in _present(db):
+    if ids:
         db.executemany("DELETE FROM decision_edits WHERE decision_id = ?", ids)
     return len(ids)
 
@@ -145,34 +135,3 @@ def prune(
         with write(None) as db:
             audit += delete_orphan_audit(db, until)
     return deleted, audit
-
-
-def size(db: sqlite3.Connection) -> int:
-    """Bytes of the database (its pages, not counting the WAL)."""
-    pages = db.execute("PRAGMA page_count").fetchone()[0]
-    page = db.execute("PRAGMA page_size").fetchone()[0]
-    return int(pages) * int(page)
-
-
-def return_space(db: sqlite3.Connection, path: str) -> bool:
-    """Give the free pages back to the file system; False if another process prevented it.
-
-    An incremental vacuum when the file has ``auto_vacuum=INCREMENTAL``; otherwise (a file
-    created before agentnb set it) one full ``VACUUM`` that also turns it on. Then the WAL
-    is checkpointed so the file itself shrinks.
-    """
-    try:
-        if db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-            # executescript steps the pragma to its end; execute() frees a single page.
-            db.executescript("PRAGMA incremental_vacuum;")
-        else:
-            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            db.execute("VACUUM")
-        if path != ":memory:" and os.path.exists(path):
-            busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            return not busy
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            return False
-        raise
-    return True

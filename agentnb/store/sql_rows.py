@@ -1,4 +1,4 @@
-"""Rows of the SQLite checkpointer's tables, to and from records."""
+"""Rows of the SQL checkpointers' tables, to and from records."""
 
 from __future__ import annotations
 
@@ -9,20 +9,33 @@ from agentnb._json import dumps, loads
 from agentnb.identity import Identity
 from agentnb.store.records import Decision, Event, RunRecord, Status
 
-__all__ = ["DECISION_COLUMNS", "RUN_SELECT", "decision", "pack", "run", "unpack"]
+__all__ = [
+    "AUDIT_COLUMNS",
+    "DECISION_COLUMNS",
+    "ENTRY",
+    "RUN_SELECT",
+    "decision",
+    "pack",
+    "run",
+    "unpack",
+]
 
 # A run's row joined with its latest journal entry (which says where the run stands).
 RUN_SELECT = (
     "SELECT r.run_id, r.graph, r.shape, r.status, e.node, e.step, e.seq, r.max_steps, "
-    "r.created_at, max(r.status_at, e.at), r.error, r.pending_digest, r.decided_by, "
-    "r.decided_at, r.lease_owner, r.lease_expires, r.fence "
+    "r.created_at, CASE WHEN e.at > r.status_at THEN e.at ELSE r.status_at END, r.error, "
+    "r.pending_digest, r.decided_by, r.decided_at, r.lease_owner, r.lease_expires, r.fence "
     "FROM runs r JOIN entries e ON e.run_id = r.run_id "
     "AND e.seq = (SELECT max(seq) FROM entries WHERE run_id = r.run_id)"
 )
-DECISION_COLUMNS = (
-    "id, run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
+ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks, kind)"
+"""The journal's insert, up to its values."""
+AUDIT_COLUMNS = (
+    "run_id, node, step, decision, approver, comment, digest_shown, pending_digest, "
     "accepted, reason, at, identity"
 )
+"""An audit row's columns but its id (the database numbers the rows)."""
+DECISION_COLUMNS = f"id, {AUDIT_COLUMNS}"
 
 
 def run(row: Sequence[Any]) -> RunRecord:

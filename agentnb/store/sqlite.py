@@ -1,5 +1,8 @@
 """``SqliteCheckpointer``: the default store, one SQLite file shared by any number of processes.
 
+The contract's SQL is :class:`~agentnb.store.sql.SqlCheckpointer`'s; this module is the
+connection, its transaction and its settings.
+
 Settings, and why:
 
 * ``journal_mode=WAL`` — readers (a widget, the CLI) never block the worker writing a step.
@@ -27,91 +30,32 @@ The schema is versioned in a ``schema_version`` table; numbered migrations in
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import datetime
-
-from agentnb._json import dumps, loads
-from agentnb.errors import (
-    LeaseLost,
-    RunBusy,
-    RunNotFound,
-    StoreError,
-)
-from agentnb.store.base import (
-    DEFAULT_LEASE_SECONDS,
-    Checkpointer,
-    CheckpointWrite,
-    DecisionEdit,
-    StepCommit,
-    check_decision,
-    check_task_edit,
-    decision_status,
-    edit_conflict,
-    owner_is_dead,
-    task_refusal,
-)
-from agentnb.store.sql_tasks import (
-    HELD_COLUMNS,
-    held_task,
-    settle,
-    task_edit,
-    with_edit,
-)
+from agentnb.errors import StoreError
+from agentnb.identity import IdentityProvider, check_provider
+from agentnb.store import sql_claims
+from agentnb.store.dialect import Dialect
+from agentnb.store.migrate import LATEST, migrate
+from agentnb.store.sql import SqlCheckpointer
 
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
-from agentnb.identity import Identity, IdentityProvider, check_provider
-from agentnb.store import (
-    chains,
-    sql_checkpoints,
-    sql_claims,
-    sql_decisions,
-    sql_retention,
-)
-from agentnb.store.claims import TimerClaim
-from agentnb.store.history import CheckpointInfo
-from agentnb.store.migrate import LATEST, migrate
-from agentnb.store.policy import (
-    ApproverPolicy,
-    PolicyCheck,
-    RunPolicy,
-)
-from agentnb.store.records import (
-    Checkpoint,
-    Decision,
-    Effect,
-    Event,
-    EventType,
-    PendingTask,
-    PendingWrite,
-    RunRecord,
-    Status,
-)
-from agentnb.store.retention import Pruned
-from agentnb.store.sql_rows import DECISION_COLUMNS, RUN_SELECT, pack, unpack
-from agentnb.store.sql_rows import decision as decision_row
-from agentnb.store.sql_rows import run as run_row
 
-__all__ = ["LATEST", "SqliteCheckpointer"]
+__all__ = ["LATEST", "SQLITE", "SqliteCheckpointer"]
 
+SQLITE = Dialect(
+    "sqlite",
+    claim=sql_claims.update,  # the write lock taken up front already excludes other claims
+    duplicate=lambda: (sqlite3.IntegrityError,),
+)
+"""SQLite's spelling: the shared SQL as written."""
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
-_ENTRY = "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks, kind)"
-# The step's statements, built once: sqlite3 finds its prepared statement by the text.
-_FENCED_ENTRY = (
-    f"{_ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
-    "run_id = ? AND fence = ? AND lease_owner IS NOT NULL AND status = 'running' "
-    "AND lease_expires > ?)"
-)
-_ENTRY_VALUES = f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
 WAL_LIMIT = 8 * 2**20
@@ -182,7 +126,7 @@ class _Transaction:
                 store._lock.release()
 
 
-class SqliteCheckpointer(Checkpointer):
+class SqliteCheckpointer(SqlCheckpointer):
     """Checkpoints in a SQLite file (or ``":memory:"``).
 
     Args:
@@ -198,6 +142,8 @@ class SqliteCheckpointer(Checkpointer):
         ...     store.list_runs()
         []
     """
+
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -264,10 +210,6 @@ class SqliteCheckpointer(Checkpointer):
 
     # -- plumbing ------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"the checkpointer for {self.path} is closed; open a new one")
-
     def _write(self, *, durable: bool = False) -> AbstractContextManager[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (``with store._write() as db``); ``durable``
         commits it at ``FULL`` at least."""
@@ -312,581 +254,46 @@ class SqliteCheckpointer(Checkpointer):
                 self._closed = True
                 self._db.close()
 
-    # -- runs ----------------------------------------------------------------------------
-
-    def create_run(
-        self,
-        run: RunRecord,
-        checkpoint: CheckpointWrite,
-        events: Sequence[Event],
-        *,
-        started_by: Identity | None = None,
-        policies: Mapping[str, ApproverPolicy] | None = None,
-    ) -> None:
-        with self._write() as db:
-            try:
-                db.execute(
-                    "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, "
-                    "status_at, fence) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                    (
-                        run.run_id,
-                        run.graph,
-                        run.shape,
-                        str(run.status),
-                        run.max_steps,
-                        run.created_at,
-                        run.created_at,
-                    ),
-                )
-            except self._duplicate_errors():
-                raise StoreError(
-                    f"a run with id {run.run_id!r} already exists; pick a new id"
-                ) from None
-            db.execute(
-                f"{_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id,
-                    events[-1].seq,
-                    checkpoint.step,
-                    checkpoint.node,
-                    checkpoint.state_json,
-                    pack(events),
-                    run.created_at,
-                    checkpoint.tasks_json,
-                    chains.SNAPSHOT,  # a run's first checkpoint: never a delta
-                ),
-            )
-            if started_by is not None or policies:
-                db.execute(
-                    "INSERT INTO run_policies VALUES (?, ?, ?)",
-                    (
-                        run.run_id,
-                        None if started_by is None else dumps(started_by.to_json()),
-                        dumps({k: p.to_json() for k, p in (policies or {}).items()}),
-                    ),
-                )
-
-    def _duplicate_errors(self) -> tuple[type[Exception], ...]:
-        """The driver's errors for inserting a run id that exists (PostgreSQL: its own)."""
-        return (sqlite3.IntegrityError,)
-
-    def run_policy(self, run_id: str) -> RunPolicy:
-        with self._lock:
-            self._check_open()
-            return sql_decisions.run_policy(self._db, run_id)
-
-    def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
-        return sql_decisions.get_run(db, run_id)
-
-    def get_run(self, run_id: str) -> RunRecord:
-        with self._lock:
-            self._check_open()
-            return self._get(self._db, run_id)
-
-    def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
-        if status is None:
-            rows = self._read(f"{RUN_SELECT} ORDER BY r.created_at DESC")
-        else:
-            rows = self._read(
-                f"{RUN_SELECT} WHERE r.status = ? ORDER BY r.created_at DESC", (str(status),)
-            )
-        return [run_row(r) for r in rows]
-
-    # -- driving -------------------------------------------------------------------------
-
-    def acquire(
-        self, run_id: str, owner: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
-    ) -> RunRecord:
-        with self._write() as db:
-            now = time.time()
-            # The claim is a conditional update: free, expired or already ours.
-            claimed = db.execute(
-                "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-                "WHERE run_id = ? AND (lease_owner IS NULL OR lease_owner = ? "
-                "OR lease_expires <= ?)",
-                (owner, now + lease_seconds, run_id, owner, now),
-            ).rowcount
-            if not claimed:
-                row = db.execute(
-                    "SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                if row is None:
-                    raise RunNotFound(run_id)
-                holder, expires = row
-                if not owner_is_dead(holder):
-                    raise RunBusy(run_id, holder, expires)
-                db.execute(
-                    "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-                    "WHERE run_id = ?",
-                    (owner, now + lease_seconds, run_id),
-                )
-            return self._get(db, run_id)
-
-    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
-        now = time.time()
-        events = change.events
-        if not events:
-            raise StoreError("a commit must carry at least one event")
-        cp = change.checkpoint
-        kind, body = (None, None) if cp is None else chains.row(cp)
-        entry = (
-            run_id,
-            events[-1].seq,
-            change.step,
-            change.node,
-            body,
-            pack(events),
-            now,
-            None if cp is None else cp.tasks_json,
-            kind,
-        )
-        with self._write() as db:
-            # Fast path, the common step: the run stays running and the lease has more than
-            # half its time left, so the run's row does not change — one INSERT, fenced by
-            # a read of the row.
-            if change.status == Status.RUNNING and not change.release:
-                inserted = db.execute(
-                    _FENCED_ENTRY, (*entry, run_id, fence, now + lease_seconds / 2)
-                ).rowcount
-                if inserted:
-                    settle(db, run_id, change)
-                    return
-            updated = db.execute(
-                "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
-                "lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, "
-                "lease_expires = ? WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
-                (
-                    str(change.status),
-                    now,
-                    None if change.error is None else dumps(change.error),
-                    change.pending_digest,
-                    change.release,
-                    None if change.release else now + lease_seconds,
-                    run_id,
-                    fence,
-                ),
-            ).rowcount
-            if not updated:
-                raise LeaseLost(run_id, fence)
-            db.execute(_ENTRY_VALUES, entry)
-            settle(db, run_id, change)
-
-    def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
-        with self._write() as db:
-            inserted = db.execute(
-                "INSERT OR IGNORE INTO pending_writes SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
-                "(SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL)",
-                (
-                    run_id,
-                    write.step,
-                    write.task_id,
-                    write.node,
-                    dumps(write.delta),
-                    pack(write.events),
-                    write.at,
-                    run_id,
-                    fence,
-                ),
-            ).rowcount
-            if (
-                not inserted
-                and not db.execute(
-                    "SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
-                    (run_id, fence),
-                ).fetchone()
-            ):
-                raise LeaseLost(run_id, fence)
-
-    def pending_writes(self, run_id: str, step: int) -> list[PendingWrite]:
-        rows = self._read(
-            "SELECT task_id, node, delta, events, at FROM pending_writes "
-            "WHERE run_id = ? AND step = ? ORDER BY at, task_id",
-            (run_id, step),
-        )
-        return [
-            PendingWrite(run_id, step, task, node, loads(delta), unpack(run_id, events), at)
-            for task, node, delta, events, at in rows
-        ]
-
-    def pending_tasks(self, run_id: str) -> list[PendingTask]:
-        rows = self._read(
-            f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ? ORDER BY step, task_id",
-            (run_id,),
-        )
-        if not rows:
-            self.get_run(run_id)
-        return [held_task(run_id, row) for row in rows]
-
-    def release(self, run_id: str, fence: int) -> None:
-        with self._write() as db:
-            db.execute(
-                "UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
-                "WHERE run_id = ? AND fence = ?",
-                (run_id, fence),
-            )
-
-    # -- claiming work (rules: agentnb.store.claims) ---------------------------------------
-
-    def claim(
-        self,
-        owner: str,
-        graphs: Mapping[str, str],
-        *,
-        limit: int = 1,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        run_ids: Sequence[str] | None = None,
-    ) -> list[RunRecord]:
-        with self._write() as db:
-            return sql_claims.claim(
-                db,
-                owner,
-                graphs,
-                limit=limit,
-                lease_seconds=lease_seconds,
-                run_ids=run_ids,
-                statement=self._claim_update,
-            )
-
-    # The claim's UPDATE (PostgreSQL: its own, with FOR UPDATE SKIP LOCKED).
-    _claim_update = staticmethod(sql_claims.update)
-
-    def renew(
-        self, owner: str, run_ids: Sequence[str], *, lease_seconds: float = DEFAULT_LEASE_SECONDS
-    ) -> list[str]:
-        with self._write() as db:
-            return sql_claims.renew(db, owner, run_ids, lease_seconds)
-
-    def requeue(self, run_id: str, fence: int) -> bool:
-        with self._write() as db:
-            return sql_claims.requeue(db, run_id, fence)
-
-    def claim_timers(
-        self,
-        owner: str,
-        machines: Sequence[str],
-        *,
-        limit: int = 1,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        now: float | None = None,
-    ) -> list[TimerClaim]:
-        with self._write() as db:
-            return sql_claims.claim_timers(
-                db, owner, machines, limit=limit, lease_seconds=lease_seconds, now=now
-            )
-
-    def release_timers(self, instance_id: str, owner: str) -> None:
-        with self._write() as db:
-            sql_claims.release_timers(db, instance_id, owner)
-
-    # -- decisions -----------------------------------------------------------------------
-
-    def decide(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        *,
-        comment: str | None = None,
-        expected_digest: str | None = None,
-        identity: Identity | None = None,
-        checks: Mapping[str, PolicyCheck] | None = None,
-        task: str | None = None,
-        edit: DecisionEdit | None = None,
-    ) -> Decision:
-        check_decision(decision, approver)
-        who = self._vouch(identity)
-        if task is not None or self._read(
-            "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
-        ):
-            check_task_edit(edit)
-            return self._decide_task(
-                run_id, decision, approver, comment, expected_digest, task, edit, who, checks
-            )
-        with self._write(durable=True) as db:
-            record, refused = sql_decisions.decide(
-                db,
-                run_id,
-                decision,
-                approver,
-                comment=comment,
-                expected_digest=expected_digest,
-                who=who,
-                checks=checks or {},
-                edit=edit,
-            )
-        if refused is not None:  # raised once the attempt's audit row is committed
-            raise refused
-        return record
-
-    def _decide_task(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        comment: str | None,
-        expected_digest: str | None,
-        task: str | None,
-        edit: DecisionEdit | None,
-        who: Identity,
-        checks: Mapping[str, PolicyCheck] | None,
-    ) -> Decision:
-        """Decide one held task of a superstep, exactly once: a conditional update of its row.
-
-        The interrupt's approver policy is checked as for a whole run, at the task's node.
-        """
-        refusal: Exception | None = None
-        reason: str | None = None
-        identity_json = dumps(who.to_json())
-        with self._write(durable=True) as db:
-            now = time.time()
-            try:
-                current = self._get(db, run_id)
-            except RunNotFound:
-                current = None
-            if current is None:
-                db.execute(
-                    f"INSERT INTO decisions ({DECISION_COLUMNS}) "
-                    "VALUES (NULL, ?, ?, NULL, ?, ?, ?, ?, NULL, 0, 'unknown run', ?, ?)",
-                    (
-                        run_id,
-                        task,
-                        decision,
-                        approver,
-                        comment,
-                        expected_digest,
-                        now,
-                        identity_json,
-                    ),
-                )
-        if current is None:
-            raise RunNotFound(run_id)
-        with self._write(durable=True) as db:
-            current = self._get(db, run_id)  # again, under the write lock
-            if task is None:
-                waiting = db.execute(
-                    "SELECT task_id FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
-                    (run_id,),
-                ).fetchall()
-                task = waiting[0][0] if len(waiting) == 1 else None
-            held_node = db.execute(
-                "SELECT node FROM pending_tasks WHERE run_id = ? AND task_id = ? "
-                "AND status = 'pending'",
-                (run_id, task),
-            ).fetchone()
-            denied: tuple[Exception, str] | None = None
-            if held_node is not None and current.status == Status.PENDING:
-                at_task = dataclasses.replace(current, node=held_node[0])
-                denied = sql_decisions.policy_refusal(
-                    db, at_task, who, decision, approver, checks or {}
-                )
-            if denied is None and decision == "approved" and held_node is not None:
-                held = [
-                    held_task(run_id, r)
-                    for r in db.execute(
-                        f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ?", (run_id,)
-                    )
-                ]
-                denied = edit_conflict(run_id, edit, task, held)
-            row = (
-                None
-                if denied is not None
-                else db.execute(
-                    "UPDATE pending_tasks SET status = ?, decided_by = ?, decided_at = ?, "
-                    "edit = ? "
-                    "WHERE run_id = ? AND task_id = ? AND status = 'pending' "
-                    "AND (? IS NULL OR digest = ?) "
-                    "AND EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'pending') "
-                    "RETURNING step, node, digest",
-                    (
-                        decision,
-                        approver,
-                        now,
-                        task_edit(edit) if decision == "approved" else None,
-                        run_id,
-                        task,
-                        expected_digest,
-                        expected_digest,
-                        run_id,
-                    ),
-                ).fetchone()
-            )
-            if row is not None:
-                step, node, digest = row
-                left = db.execute(
-                    "SELECT count(*) FROM pending_tasks WHERE run_id = ? AND status = 'pending'",
-                    (run_id,),
-                ).fetchone()[0]
-                if decision == "rejected" or not left:
-                    db.execute(
-                        "UPDATE runs SET status = ?, status_at = ?, decided_by = ?, "
-                        "decided_at = ? WHERE run_id = ?",
-                        (str(decision_status(decision)), now, approver, now, run_id),
-                    )
-                kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-                payload = {"by": approver, "identity": who.name, "comment": comment}
-                payload.update(digest=digest, task=task)
-                if edit is not None:
-                    payload.update(edit.audit())
-                event = Event(run_id, current.seq + 1, current.step, kind, node, payload, now)
-                db.execute(
-                    f"{_ENTRY} VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, NULL)",
-                    (run_id, event.seq, current.step, current.node, pack([event]), now),
-                )
-            else:
-                held = [
-                    held_task(run_id, r)
-                    for r in db.execute(
-                        f"SELECT {HELD_COLUMNS} FROM pending_tasks WHERE run_id = ?", (run_id,)
-                    )
-                ]
-                refusal, reason = task_refusal(run_id, task, held, current, expected_digest)
-                if denied is not None:
-                    refusal, reason = denied
-                step, digest = current.step, None
-            record = sql_decisions.audit(
-                db,
-                run_id,
-                task,
-                step,
-                decision,
-                approver,
-                comment,
-                expected_digest,
-                digest,
-                reason=reason,
-                accepted=refusal is None,
-                now=now,
-                who=who,
-                edit=edit,
-            )
-        if refusal is not None:
-            raise refusal
-        return record
-
-    # -- reading -------------------------------------------------------------------------
-
-    def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
-        with self._lock:
-            self._check_open()
-            with self._snapshot() as db:  # the chain and its bodies, read as of one moment
-                found = sql_checkpoints.checkpoint(db, run_id, step)
-        if found is None:
-            self.get_run(run_id)  # RunNotFound if the run itself is missing
-            raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
-        return found
-
-    def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        with self._lock:
-            self._check_open()
-            found = sql_checkpoints.checkpoints(self._db, run_id)
-        if not found:
-            self.get_run(run_id)
-        return found
-
-    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
-        with self._lock:
-            self._check_open()
-            cursor = self._db.execute(
-                "SELECT events FROM entries WHERE run_id = ? AND seq > ? ORDER BY seq",
-                (run_id, after),
-            )
-            found: list[Event] = []
-            for (packed,) in cursor:
-                found.extend(e for e in unpack(run_id, packed) if e.seq > after)
-                if limit is not None and len(found) >= limit:
-                    cursor.close()
-                    return found[:limit]
-        if not found and after == 0:
-            self.get_run(run_id)
-        return found
-
-    def decisions(self, run_id: str | None = None) -> list[Decision]:
-        edits = "LEFT JOIN decision_edits ON decision_id = id"
-        if run_id is None:
-            rows = self._read(f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} ORDER BY id")
-        else:
-            rows = self._read(
-                f"SELECT {DECISION_COLUMNS}, edit FROM decisions {edits} WHERE run_id = ? "
-                "ORDER BY id",
-                (run_id,),
-            )
-        return [with_edit(decision_row(r[:-1]), r[-1]) for r in rows]
-
-    # -- side effects ----------------------------------------------------------------------
-
-    def recorded_effect(self, key: str) -> str | None:
-        rows = self._read("SELECT result FROM effects WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
-    def record_effect(
-        self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
-    ) -> str:
-        with self._write(durable=True) as db:
-            db.execute(
-                "INSERT OR IGNORE INTO effects VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, run_id, step, node, name, result_json, time.time()),
-            )
-            stored: str = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()[
-                0
-            ]
-        return stored
-
-    def effects(self, run_id: str) -> list[Effect]:
-        rows = self._read(
-            "SELECT key, run_id, step, node, name, result, at FROM effects WHERE run_id = ? "
-            "ORDER BY at",
-            (run_id,),
-        )
-        return [Effect(k, r, s, n, name, loads(res), at) for k, r, s, n, name, res, at in rows]
-
-    # -- history and retention (rules: agentnb.store.retention) ----------------------------
-
-    def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
-        # One scan of the covering index entries_chain (0008); no entry's state is read.
-        with self._lock:
-            self._check_open()
-            found = sql_checkpoints.infos(self._db, run_id)
-        if not found:
-            self.get_run(run_id)
-        return found
-
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        with self._reclaiming() as reclaim:
-            with self._write() as db:
-                audit = sql_retention.delete(
-                    db, run_id, include_audit=include_audit, now=time.time()
-                )
-            freed, returned = reclaim(True)
-        return Pruned((run_id,), audit, freed, returned)
-
-    def prune(
-        self,
-        *,
-        before: float | datetime.datetime,
-        status: Status | str | None = None,
-        include_audit: bool = False,
-    ) -> Pruned:
-        run_ids, statuses, until = sql_retention.prune_candidates(self._read, before, status)
-        with self._reclaiming() as reclaim:
-            deleted, audit = sql_retention.prune(
-                self._write_run, self._get, run_ids, statuses, until, include_audit=include_audit
-            )
-            freed, returned = reclaim(bool(deleted or audit))
-        return Pruned(tuple(deleted), audit, freed, returned)
-
-    def _write_run(self, run_id: str | None) -> AbstractContextManager[sqlite3.Connection]:
-        """One write transaction for ``run_id`` (None: no run's); PostgreSQL locks its key."""
-        return self._write()
-
     @contextmanager
     def _reclaiming(self) -> Iterator[Callable[[bool], tuple[int, bool]]]:
         """Under the store's lock, around a deletion: ``reclaim(changed)`` gives the freed
         pages back when something was deleted; the bytes freed, and whether it could."""
         with self._lock:
-            before = sql_retention.size(self._db)
+            before = _size(self._db)
 
             def reclaim(changed: bool) -> tuple[int, bool]:
-                returned = sql_retention.return_space(self._db, self.path) if changed else True
-                return max(before - sql_retention.size(self._db), 0), returned
+                returned = _return_space(self._db, self.path) if changed else True
+                return max(before - _size(self._db), 0), returned
 
             yield reclaim
+
+
+def _size(db: sqlite3.Connection) -> int:
+    """Bytes of the database (its pages, not counting the WAL)."""
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    return int(pages) * int(page)
+
+
+def _return_space(db: sqlite3.Connection, path: str) -> bool:
+    """Give the free pages back to the file system; False if another process prevented it.
+
+    An incremental vacuum when the file has ``auto_vacuum=INCREMENTAL``; otherwise (a file
+    created before agentnb set it) one full ``VACUUM`` that also turns it on. Then the WAL
+    is checkpointed so the file itself shrinks.
+    """
+    try:
+        if db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+            # executescript steps the pragma to its end; execute() frees a single page.
+            db.executescript("PRAGMA incremental_vacuum;")
+        else:
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            db.execute("VACUUM")
+        if path != ":memory:" and os.path.exists(path):
+            busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            return not busy
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return False
+        raise
+    return True

@@ -14,13 +14,14 @@ from agentnb.errors import StoreError
 from agentnb.store import chains
 from agentnb.store.chains import DELTA, SNAPSHOT, Chain
 from agentnb.store.deltas import SnapshotPolicy
+from agentnb.store.sql import SqlCheckpointer
 
 
 def kinds(store: Checkpointer, run_id: str) -> dict[int, str]:
     """Each step's stored row kind (the latest row of the step)."""
     if isinstance(store, MemoryCheckpointer):
         return {step: row.kind for step, row in sorted(store._checkpoints[run_id].items())}
-    assert isinstance(store, SqliteCheckpointer)
+    assert isinstance(store, SqlCheckpointer)
     rows = store._db.execute(
         "SELECT step, kind FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
         (run_id,),

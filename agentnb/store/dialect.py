@@ -1,0 +1,40 @@
+"""What one SQL engine does its own way, for :class:`~agentnb.store.sql.SqlCheckpointer`.
+
+The shared statements are written once, in the SQL SQLite and PostgreSQL both speak
+(``?`` parameters, ``INSERT ... ON CONFLICT DO NOTHING``, ``RETURNING``, ``CASE``,
+``CAST``). A :class:`Dialect` holds the rest: how a statement's text becomes the engine's
+(:attr:`Dialect.spell`: PostgreSQL's driver wants ``%s``; SQLite's is the text itself),
+which driver errors mean a duplicate key, and how a claim leases runs without two workers
+taking the same one (SQLite: the write lock taken up front; PostgreSQL: ``FOR UPDATE SKIP
+LOCKED``). Locking and connection handling belong to each backend's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Dialect", "Statement"]
+
+Statement = Callable[[str, Sequence[Any], int, str, float], tuple[str, tuple[Any, ...]]]
+"""A claim's ``UPDATE`` in one dialect: ``(where, params, limit, owner, expires)`` to its SQL
+and parameters; ``where`` (with ``params``) picks the claimable runs, and the statement
+leases up to ``limit`` of them, oldest first, returning their ids."""
+
+
+def _as_written(sql: str) -> str:
+    return sql
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One engine's spelling of the shared SQL store."""
+
+    name: str
+    claim: Statement
+    """The claim's ``UPDATE`` (see :data:`Statement`)."""
+    duplicate: Callable[[], tuple[type[Exception], ...]]
+    """The driver's errors for inserting a key that exists (imported when first asked)."""
+    spell: Callable[[str], str] = _as_written
+    """A shared statement's text as this engine's driver takes it."""
