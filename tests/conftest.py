@@ -56,8 +56,10 @@ def store_face() -> str:
 
 TWINS = tuple(
     name[1:]
-    for name, fn in vars(Checkpointer).items()
-    if name.startswith("a") and asyncio.iscoroutinefunction(fn) and hasattr(Checkpointer, name[1:])
+    for name in dir(Checkpointer)  # the contract's own and what it inherits (store.driving)
+    if name.startswith("a")
+    and asyncio.iscoroutinefunction(getattr(Checkpointer, name))
+    and hasattr(Checkpointer, name[1:])
 )
 """The contract methods with an awaitable twin (``a`` + name) the driver and Worker await."""
 

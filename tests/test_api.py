@@ -168,6 +168,11 @@ def level(module: str) -> tuple[int, str]:
     return LEVELS[best], best
 
 
+def _is_module(name: str) -> bool:
+    where = PACKAGE.parent.joinpath(*name.split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
 def imports(path: Path) -> tuple[set[str], set[str]]:
     """(imports run at import time, imports inside functions or for type checking only)."""
     tree = ast.parse(path.read_text())
@@ -183,7 +188,11 @@ def imports(path: Path) -> tuple[set[str], set[str]]:
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
+            # ``from agentnb.store import sql_steps`` imports the module agentnb.store.sql_steps
+            names = [
+                node.module,
+                *(s for a in node.names if _is_module(s := f"{node.module}.{a.name}")),
+            ]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         wanted = {n for n in names if n.startswith("agentnb.")}
@@ -196,9 +205,13 @@ def imports(path: Path) -> tuple[set[str], set[str]]:
 PRESENTATION = ("agentnb.render", "agentnb.widgets")
 
 
-STORE_BACKENDS = ("agentnb.store.sqlite", "agentnb.store.postgres")
-"""Database backends (``sqlite`` covers its ``sqlite_*`` parts): the runtime never imports
-one (a workflow compiled without a store gets the memory one)."""
+STORE_BACKENDS = ("agentnb.store.sql", "agentnb.store.postgres")
+"""Database backends (``sql`` covers the shared SQL store, its ``sql_*`` parts and
+``sqlite``): the runtime never imports one (a workflow compiled without a store gets the
+memory one)."""
+SHARED_SQL = ("agentnb.store.sql", "agentnb.store.dialect")
+"""The SQL store both backends are: it imports neither backend (``sqlite``, ``postgres*``)."""
+SQL_BACKENDS = ("agentnb.store.sqlite", "agentnb.store.postgres")
 SHARED_FORMAT = {"agentnb.store.chains", "agentnb.store.deltas", "agentnb.store.history"}
 """The checkpoint format every backend calls: it imports none of them."""
 
@@ -231,4 +244,12 @@ def test_imports_point_down_only() -> None:
                 (*STORE_BACKENDS, "agentnb.store.memory")
             ):
                 problems.append(f"{module} (shared by every backend) imports {target}")
+            if (
+                module.startswith(SHARED_SQL)
+                and not module.startswith(SQL_BACKENDS)
+                and target.startswith((*SQL_BACKENDS, "agentnb.store.memory"))
+            ):
+                problems.append(f"{module} (the SQL both backends share) imports {target}")
+            if module.startswith("agentnb.store.memory") and target.startswith(STORE_BACKENDS):
+                problems.append(f"{module} (the memory store) imports {target}")
     assert problems == []

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import datetime
@@ -19,29 +19,21 @@ if TYPE_CHECKING:
 from agentnb._aio import Wakeup
 from agentnb._json import loads
 from agentnb.errors import (
-    ApprovalNotPending,
     LeaseLost,
-    NotAuthorized,
-    PolicyUnavailable,
     RunBusy,
     RunNotFound,
-    StaleApproval,
     StoreError,
 )
-from agentnb.store import chains
+from agentnb.store import chains, memory_decisions
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
     DecisionEdit,
     StepCommit,
-    check_decision,
-    check_task_edit,
-    decision_status,
-    edit_conflict,
     owner_is_dead,
-    task_refusal,
 )
 from agentnb.store.chains import SNAPSHOT
+from agentnb.store.memory_rows import Row, state
 
 if TYPE_CHECKING:
     from agentnb.fsm.memory import MemoryMachineStore
@@ -50,18 +42,14 @@ from agentnb.store.claims import WAITING, TimerClaim, claimable
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.policy import (
     ApproverPolicy,
-    PendingRun,
     PolicyCheck,
-    Refusal,
     RunPolicy,
-    refusal,
 )
 from agentnb.store.records import (
     Checkpoint,
     Decision,
     Effect,
     Event,
-    EventType,
     PendingTask,
     PendingWrite,
     RunRecord,
@@ -96,7 +84,7 @@ class MemoryCheckpointer(Checkpointer):
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
         # run -> step -> (node, kind, body, at, tasks): rows of agentnb.store.chains
-        self._checkpoints: dict[str, dict[int, _Row]] = {}
+        self._checkpoints: dict[str, dict[int, Row]] = {}
         self._writes: dict[tuple[str, int], dict[str, PendingWrite]] = {}
         self._held: dict[str, dict[tuple[int, str], PendingTask]] = {}
         self._events: dict[str, list[Event]] = {}
@@ -149,7 +137,7 @@ class MemoryCheckpointer(Checkpointer):
                 raise StoreError(f"a run with id {run.run_id!r} already exists; pick a new id")
             self._runs[run.run_id] = run
             self._checkpoints[run.run_id] = {
-                checkpoint.step: _Row(
+                checkpoint.step: Row(
                     checkpoint.node,
                     SNAPSHOT,
                     checkpoint.state_json,
@@ -202,7 +190,7 @@ class MemoryCheckpointer(Checkpointer):
             if change.checkpoint is not None:
                 cp = change.checkpoint
                 kind, body = chains.row(cp)
-                self._checkpoints[run_id][cp.step] = _Row(cp.node, kind, body, now, cp.tasks_json)
+                self._checkpoints[run_id][cp.step] = Row(cp.node, kind, body, now, cp.tasks_json)
             held = self._held.setdefault(run_id, {})
             if change.settles is not None:
                 for key in [k for k in self._writes if k[0] == run_id and k[1] <= change.settles]:
@@ -369,257 +357,20 @@ class MemoryCheckpointer(Checkpointer):
         edit: DecisionEdit | None = None,
     ) -> Decision:
         try:
-            return self._decide(
-                run_id, decision, approver, comment, expected_digest, identity, checks, task, edit
-            )
-        finally:  # an approval makes the run claimable: tell idle workers
-            self._work.set()
-
-    def _decide(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        comment: str | None,
-        expected_digest: str | None,
-        identity: Identity | None,
-        checks: Mapping[str, PolicyCheck] | None,
-        task: str | None,
-        edit: DecisionEdit | None,
-    ) -> Decision:
-        check_decision(decision, approver)
-        who = self._vouch(identity)
-        with self._lock:
-            self._check_open()
-            held = self._held.get(run_id, {})
-            if task is not None or any(t.status == "pending" for t in held.values()):
-                check_task_edit(edit)
-                return self._decide_task(
-                    run_id, decision, approver, comment, expected_digest, task, edit, who, checks
-                )
-            found = self._runs.get(run_id)
-            now = time.time()
-
-            def audit(accepted: bool, reason: str | None) -> Decision:
-                kept = edit.audit() if accepted and edit is not None else None
-                record = Decision(
-                    edit=kept,
-                    id=len(self._decisions) + 1,
-                    run_id=run_id,
-                    node=found.node if found else None,
-                    step=found.step if found else None,
-                    decision=decision,
-                    approver=approver,
-                    comment=comment,
-                    digest_shown=expected_digest,
-                    pending_digest=found.pending_digest if found else None,
-                    accepted=accepted,
-                    reason=reason,
-                    at=now,
-                    identity=who,
-                )
-                self._decisions.append(record)
-                return record
-
-            if found is None:
-                audit(False, "unknown run")
-                raise RunNotFound(run_id)
-            run = found
-
-            if run.status != Status.PENDING:
-                audit(False, f"not pending: {run.status}")
-                raise ApprovalNotPending(run_id, run.status, run.decided_by)
-            found_refusal = self._refusal(run, who, decision, approver, checks)
-            if found_refusal is not None:
-                if found_refusal.unavailable is not None:
-                    audit(False, f"policy unavailable: {found_refusal.reason}")
-                    raise PolicyUnavailable(run_id, run.node, who.name, found_refusal.unavailable)
-                audit(False, f"not authorized: {found_refusal.reason}")
-                raise NotAuthorized(run_id, run.node, who.name, found_refusal.reason)
-            if expected_digest is not None and expected_digest != run.pending_digest:
-                audit(False, "stale: the pending state changed")
-                raise StaleApproval(run_id, expected_digest, run.pending_digest or "")
-            if decision != "approved":
-                edit = None
-            payload = {"by": approver, "identity": who.name, "comment": comment}
-            payload["digest"] = run.pending_digest
-            if edit is not None:
-                payload.update(edit.audit())
-                if edit.state_json is not None:
-                    saved = self._checkpoints[run_id]
-                    saved[run.step] = _Row(
-                        run.node, SNAPSHOT, edit.state_json, now, edit.tasks_json
-                    )
-                if edit.answer_key is not None and edit.answer_json is not None:
-                    answer = Effect(
-                        edit.answer_key,
-                        run_id,
-                        run.step,
-                        run.node,
-                        "answer",
-                        loads(edit.answer_json),
-                        now,
-                    )
-                    self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
-            event = Event(
-                run_id=run_id,
-                seq=run.seq + 1,
-                step=run.step,
-                type=EventType.APPROVED if decision == "approved" else EventType.REJECTED,
-                node=run.node,
-                payload=payload,
-                at=now,
-            )
-            self._events[run_id].append(event)
-            self._runs[run_id] = dataclasses.replace(
-                run,
-                status=decision_status(decision),
-                seq=event.seq,
-                decided_by=approver,
-                decided_at=now,
-                updated_at=now,
-            )
-            return audit(True, None)
-
-    def _decide_task(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        comment: str | None,
-        expected_digest: str | None,
-        task: str | None,
-        edit: DecisionEdit | None,
-        who: Identity,
-        checks: Mapping[str, PolicyCheck] | None,
-    ) -> Decision:
-        """Decide one held task of a superstep exactly once (the caller holds the lock)."""
-        now = time.time()
-        run = self._runs.get(run_id)
-        held = self._held.get(run_id, {})
-        waiting = [t for t in held.values() if t.status == "pending"]
-        if task is None and len(waiting) == 1:
-            task = waiting[0].task_id
-        found = next((t for t in waiting if t.task_id == task), None)
-        ok = (
-            run is not None
-            and run.status == Status.PENDING
-            and found is not None
-            and expected_digest in (None, found.digest)
-        )
-
-        def audit(accepted: bool, reason: str | None) -> Decision:
-            record = Decision(
-                len(self._decisions) + 1,
+            return memory_decisions.decide(
+                self,
                 run_id,
-                task,
-                found.step if found else (run.step if run else None),
                 decision,
                 approver,
                 comment,
                 expected_digest,
-                found.digest if found and accepted else None,
-                accepted,
-                reason,
-                now,
-                edit.audit() if accepted and edit is not None else None,
-                identity=who,
+                identity,
+                checks,
+                task,
+                edit,
             )
-            self._decisions.append(record)
-            return record
-
-        if run is None:
-            audit(False, "unknown run")
-            raise RunNotFound(run_id)
-        if not ok or found is None:
-            refusal, reason = task_refusal(run_id, task, list(held.values()), run, expected_digest)
-            audit(False, reason)
-            raise refusal
-        at_task = dataclasses.replace(run, node=found.node)
-        denied = self._refusal(at_task, who, decision, approver, checks)
-        if denied is not None:
-            if denied.unavailable is not None:
-                audit(False, f"policy unavailable: {denied.reason}")
-                raise PolicyUnavailable(run_id, found.node, who.name, denied.unavailable)
-            audit(False, f"not authorized: {denied.reason}")
-            raise NotAuthorized(run_id, found.node, who.name, denied.reason)
-        edited = edit if decision == "approved" and edit is not None else None
-        conflict = edit_conflict(run_id, edited, found.task_id, list(held.values()))
-        if conflict is not None:
-            audit(False, conflict[1])
-            raise conflict[0]
-        held[found.step, found.task_id] = dataclasses.replace(
-            found,
-            status=decision,
-            decided_by=approver,
-            decided_at=now,
-            update=None if edited is None else edited.update,
-            replaces=() if edited is None else edited.replaces,
-        )
-        payload = {"by": approver, "identity": who.name, "comment": comment}
-        payload.update(digest=found.digest, task=task)
-        if edit is not None:
-            payload.update(edit.audit())
-            if edit.answer_key is not None and edit.answer_json is not None:
-                answer = Effect(
-                    edit.answer_key,
-                    run_id,
-                    found.step,
-                    found.node,
-                    "answer",
-                    loads(edit.answer_json),
-                    now,
-                )
-                self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
-        kind = EventType.APPROVED if decision == "approved" else EventType.REJECTED
-        event = Event(run_id, run.seq + 1, run.step, kind, found.node, payload, now)
-        self._events[run_id].append(event)
-        settled = decision == "rejected" or len(waiting) == 1
-        self._runs[run_id] = dataclasses.replace(
-            run,
-            status=decision_status(decision) if settled else run.status,
-            seq=event.seq,
-            decided_by=approver if settled else run.decided_by,
-            decided_at=now if settled else run.decided_at,
-            updated_at=now,
-        )
-        return audit(True, None)
-
-    def _refusal(
-        self,
-        run: RunRecord,
-        who: Identity,
-        decision: str,
-        approver: str,
-        checks: Mapping[str, PolicyCheck] | None,
-    ) -> Refusal | None:
-        policy = self._policies.get(run.run_id)
-        if policy is None:
-            return None
-        paused = next(
-            (e for e in reversed(self._events[run.run_id]) if e.type == EventType.INTERRUPTED),
-            None,
-        )
-        applying = policy.applying(
-            run.node, None if paused is None else paused.payload.get("after")
-        )
-        if not applying:
-            return None
-
-        def pending() -> PendingRun:
-            saved = self._checkpoints[run.run_id]
-            return PendingRun(
-                run.run_id,
-                run.graph,
-                run.node,
-                run.step,
-                _state(saved, max(saved)),
-                policy.started_by,
-                decision,
-                approver,
-            )
-
-        return refusal(applying, who, policy.started_by, checks or {}, pending)
+        finally:  # an approval makes the run claimable: tell idle workers
+            self._work.set()
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         with self._lock:
@@ -629,10 +380,10 @@ class MemoryCheckpointer(Checkpointer):
             if at_step not in saved:
                 raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
             found = saved[at_step]
-            state = _state(saved, at_step)
+            value = state(saved, at_step)
         tasks = found.tasks
         return Checkpoint(
-            run_id, at_step, found.node, state, found.at, loads(tasks) if tasks else None
+            run_id, at_step, found.node, value, found.at, loads(tasks) if tasks else None
         )
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
@@ -727,26 +478,3 @@ class MemoryCheckpointer(Checkpointer):
                 audit += len(self._decisions) - len(kept)
                 self._decisions = kept
         return Pruned(tuple(r.run_id for r in chosen), audit)
-
-
-class _Row(NamedTuple):
-    """One stored checkpoint: a row of :mod:`agentnb.store.chains`."""
-
-    node: str
-    kind: str
-    body: str
-    at: float
-    tasks: str | None
-
-
-def _state(saved: Mapping[int, _Row], step: int) -> dict[str, Any]:
-    """The state at ``step``: its row and the rows before it, back to a snapshot."""
-
-    def newest_first() -> Iterator[tuple[int, str | None, str]]:
-        for at in range(step, min(saved) - 1, -1):
-            found = saved.get(at)
-            if found is None:
-                return
-            yield at, found.kind, found.body
-
-    return chains.rebuild(newest_first())
