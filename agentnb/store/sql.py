@@ -18,6 +18,7 @@ transactions:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -253,15 +254,16 @@ class SqlCheckpointer(Checkpointer):
     ) -> Decision:
         check_decision(decision, approver)
         who = self._vouch(identity)
-        if task is not None or self._read(
+        # A superstep's held tasks are decided one by one; else the whole run is.
+        held = task is not None or self._read(
             "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
-        ):
+        )
+        decide: Callable[..., tuple[Decision, Exception | None]] = sql_decisions.decide
+        if held:
             check_task_edit(edit)
-            return self._decide_task(
-                run_id, decision, approver, comment, expected_digest, task, edit, who, checks
-            )
+            decide = functools.partial(tasks.decide, task=task)
         with self._write(durable=True) as db:
-            record, refused = sql_decisions.decide(
+            record, refused = decide(
                 db,
                 run_id,
                 decision,
@@ -271,35 +273,6 @@ class SqlCheckpointer(Checkpointer):
                 who=who,
                 checks=checks or {},
                 edit=edit,
-            )
-        if refused is not None:  # raised once the attempt's audit row is committed
-            raise refused
-        return record
-
-    def _decide_task(
-        self,
-        run_id: str,
-        decision: str,
-        approver: str,
-        comment: str | None,
-        expected_digest: str | None,
-        task: str | None,
-        edit: DecisionEdit | None,
-        who: Identity,
-        checks: Mapping[str, PolicyCheck] | None,
-    ) -> Decision:
-        with self._write(durable=True) as db:
-            record, refused = tasks.decide(
-                db,
-                run_id,
-                decision,
-                approver,
-                comment=comment,
-                expected_digest=expected_digest,
-                task=task,
-                edit=edit,
-                who=who,
-                checks=checks or {},
             )
         if refused is not None:  # raised once the attempt's audit row is committed
             raise refused

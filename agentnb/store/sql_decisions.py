@@ -83,7 +83,8 @@ def decide(
     checks: Mapping[str, PolicyCheck],
     edit: DecisionEdit | None = None,
 ) -> tuple[Decision, DecisionError | RunNotFound | None]:
-    """Decide (or refuse) and audit, in the caller's transaction; return both outcomes.
+    """Decide (or refuse) a whole run and audit it, in the caller's transaction; return
+    both outcomes.
 
     An accepted approval's ``edit`` (edited state, or an answer) is saved with it.
     """
