@@ -448,7 +448,7 @@ class Driver:
         if self.chain is not None:
             delta_json, chain = self.chain.next(state, new_state, appended)
             if delta_json is not None:
-                return CheckpointWrite(step, node, "", tasks_json, delta_json), chain
+                return CheckpointWrite(step, node, "", tasks_json, delta_json, chain.last), chain
         new_json = dumps(new_state)
         return CheckpointWrite(step, node, new_json, tasks_json), Chain.after(new_json)
 

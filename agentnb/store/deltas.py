@@ -10,23 +10,19 @@ calls user code, whatever reducer produced the change.
   when a key disappeared or the keys changed order (that step is stored as a snapshot).
   Rebuilt states encode to the same JSON text as the originals, byte for byte.
 * :func:`apply` — the next state from a state and a delta (the inputs are not changed).
-* :class:`SnapshotPolicy` — a snapshot once the deltas since the last one are as large
-  as it was (and at least ``every`` steps on), or pass ``max_bytes`` of JSON: loading any
-  step reads at most about twice its state, and a run's snapshots grow geometrically, so
-  the file stays linear in what changed.
-* :func:`encode` / :func:`rebuild` — a run's states to rows and back.
+* :func:`merge` — one delta for several in a row (a skip row's body).
+* :class:`SnapshotPolicy` — where a run's chain is cut: an anchor every ``every`` deltas
+  (or ``max_bytes`` of them), a skip or a snapshot (:mod:`agentnb.store.chains`).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentnb._json import dumps
-
-__all__ = ["Row", "SnapshotPolicy", "apply", "diff", "encode", "rebuild"]
+__all__ = ["SnapshotPolicy", "apply", "diff", "merge"]
 
 
 def diff(
@@ -93,66 +89,59 @@ def apply(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def merge(steps: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """One delta doing what ``steps`` (deltas, oldest first) do one after the other:
+    ``apply(state, merge([a, b])) == apply(apply(state, a), b)``, key order included.
+    A key appended to and then set keeps only the value set; a key set (or added) and
+    then appended to is set to the value with the tail. The inputs are not changed."""
+    added: dict[str, list[Any]] = {}
+    replaced: dict[str, Any] = {}
+    for step in steps:
+        for key, tail in step.get("append", {}).items():
+            if key in replaced:
+                replaced[key] = [*replaced[key], *tail]
+            elif key in added:
+                added[key].extend(tail)  # a list made here: nobody else holds it
+            else:
+                added[key] = list(tail)
+        for key, value in step.get("set", {}).items():
+            added.pop(key, None)
+            replaced[key] = value
+    delta: dict[str, Any] = {}
+    if added:
+        delta["append"] = added
+    if replaced:
+        delta["set"] = replaced
+    return delta
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotPolicy:
-    """When a step is stored whole: once the deltas since the last snapshot weigh as much
-    as it did (``base`` bytes of JSON) and ``every`` steps have passed, or at once past
-    ``max_bytes`` of deltas.
+    """How a run's chain is cut (see :mod:`agentnb.store.chains`).
 
-    A fixed period alone would store a growing state whole every ``every`` steps — a file
-    quadratic in the run's length; weighing the deltas against the snapshot makes the
-    snapshots' sizes grow geometrically instead (2,000 appended messages: 6 snapshots,
-    the first included, instead of 20).
+    * An **anchor** once ``every`` deltas follow the last one, or they pass ``max_bytes``
+      of JSON: loading a step reads fewer than ``every`` deltas, then anchors.
+    * The anchor is a **skip** (the delta from the anchor before, so loading jumps over
+      the steps between) unless a **snapshot** is due: the skips since the last snapshot
+      set more bytes of values (later replaced, so read for nothing) than they and the
+      snapshot hold otherwise; or there are ``every`` of them and they weigh as much as
+      the snapshot, so snapshots of a growing state grow geometrically and the file
+      stays linear in what changed.
     """
 
     every: int = 100
     max_bytes: int = 256 * 1024
 
-    def due(self, steps_since: int, bytes_since: int, base: int = 0) -> bool:
-        if bytes_since >= self.max_bytes:
+    def anchor_due(self, deltas: int, size: int) -> bool:
+        """``deltas`` deltas of ``size`` bytes follow the last anchor: is this step one?"""
+        return deltas >= self.every or size >= self.max_bytes
+
+    def snapshot_due(self, skips: int, kept: int, replaced: int, base: int) -> bool:
+        """After ``skips`` skips (this one included) appending ``kept`` and setting
+        ``replaced`` bytes since a snapshot of ``base`` bytes: is this anchor a snapshot?"""
+        if replaced >= base + kept:
             return True
-        return steps_since >= self.every and bytes_since >= base
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One stored checkpoint: ``kind`` is ``"snapshot"`` (``body`` = the state) or
-    ``"delta"`` (``body`` = the delta from the previous step)."""
-
-    kind: str
-    body: dict[str, Any]
-
-
-def encode(states: Sequence[Mapping[str, Any]], policy: SnapshotPolicy | None = None) -> list[Row]:
-    """A run's successive states as rows: the first a snapshot, then deltas and snapshots."""
-    policy = policy or SnapshotPolicy()
-    rows: list[Row] = []
-    steps_since = bytes_since = base = 0
-    for index, state in enumerate(states):
-        delta = None if index == 0 else diff(states[index - 1], state)
-        if delta is not None:
-            size = len(dumps(delta))
-            if not policy.due(steps_since + 1, bytes_since + size, base):
-                rows.append(Row("delta", delta))
-                steps_since, bytes_since = steps_since + 1, bytes_since + size
-                continue
-        rows.append(Row("snapshot", dict(state)))
-        steps_since = bytes_since = 0
-        base = len(dumps(state))
-    return rows
-
-
-def rebuild(rows: Sequence[Row], index: int) -> dict[str, Any]:
-    """The state of row ``index``: its nearest snapshot at or before it, then the deltas."""
-    start = index
-    while rows[start].kind != "snapshot":
-        start -= 1
-        if start < 0:
-            raise ValueError("no snapshot before this row: the chain is broken")
-    state = dict(rows[start].body)
-    for row in rows[start + 1 : index + 1]:
-        state = apply(state, row.body)
-    return state
+        return skips >= self.every and kept + replaced >= base
 
 
 _MISSING = object()

@@ -21,13 +21,16 @@ class Row(NamedTuple):
 
 
 def state(saved: Mapping[int, Row], step: int) -> dict[str, Any]:
-    """The state at ``step``: its row and the rows before it, back to a snapshot."""
+    """The state at ``step``: its row and the rows before it, back to a snapshot (from a
+    skip, straight to the anchor before it: the deltas between are not handed over)."""
 
     def newest_first() -> Iterator[tuple[int, str | None, str]]:
-        for at in range(step, min(saved) - 1, -1):
-            found = saved.get(at)
-            if found is None:
-                return
+        at = step
+        while (found := saved.get(at)) is not None:
             yield at, found.kind, found.body
+            at -= 1
+            if found.kind == chains.SKIP:
+                while (row := saved.get(at)) is not None and row.kind == chains.DELTA:
+                    at -= 1
 
     return chains.rebuild(newest_first())

@@ -33,6 +33,7 @@ MIGRATIONS = (
     "sqlite_0008_deltas.sql",
     "sqlite_0009_claims.sql",
     "sqlite_0010_task_edits.sql",
+    "sqlite_0011_skips.sql",
 )
 LATEST = len(MIGRATIONS)
 
@@ -54,8 +55,10 @@ def _audit_edits_kept_while_their_decision_exists(db: sqlite3.Connection) -> Non
     )
 
 
-def _checkpoints_as_deltas(db: sqlite3.Connection) -> None:
-    """0008: full-state checkpoints become snapshots and deltas, checked step by step."""
+def _checkpoints_as_chains(db: sqlite3.Connection) -> None:
+    """0011: every run's checkpoints become a chain of snapshots, skips and deltas, checked
+    step by step: full-state ones (before 0008) and 0008's chains without skips alike.
+    (0008 added the column alone: converting twice would only repeat the work.)"""
     from agentnb.store.sql_checkpoints import convert
 
     convert(db)
@@ -63,7 +66,7 @@ def _checkpoints_as_deltas(db: sqlite3.Connection) -> None:
 
 STEPS: dict[str, Callable[[sqlite3.Connection], None]] = {
     "sqlite_0007_long_runs.sql": _audit_edits_kept_while_their_decision_exists,
-    "sqlite_0008_deltas.sql": _checkpoints_as_deltas,
+    "sqlite_0011_skips.sql": _checkpoints_as_chains,
 }
 """Python steps run right after the SQL of the migration they are keyed by."""
 

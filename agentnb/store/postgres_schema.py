@@ -24,6 +24,7 @@ MIGRATIONS = (
     "postgres_0002_deltas.sql",
     "postgres_0003_claims.sql",
     "postgres_0004_task_edits.sql",
+    "postgres_0005_skips.sql",
 )
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)

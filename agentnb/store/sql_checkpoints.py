@@ -25,41 +25,81 @@ from agentnb.store.records import Checkpoint
 
 __all__ = ["checkpoint", "checkpoints", "convert", "infos", "state"]
 
-_CHAIN = (
-    "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
-    "AND state IS NOT NULL{bound} ORDER BY step DESC, seq DESC"
+_LATEST = (
+    "SELECT step FROM entries INDEXED BY entries_chain WHERE run_id = ? AND state IS NOT NULL "
+    "ORDER BY step DESC, seq DESC LIMIT 1"
 )
+_ANCHORS = (
+    "SELECT step, seq, kind FROM entries INDEXED BY entries_anchors WHERE run_id = ? "
+    "AND state IS NOT NULL AND (kind IS NULL OR kind <> 'delta') AND step <= ? "
+    "ORDER BY step DESC, seq DESC"
+)
+_DELTAS = (
+    "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
+    "AND state IS NOT NULL AND step BETWEEN ? AND ? ORDER BY step DESC, seq DESC"
+)
+_BY_SEQ = 500
+"""Anchors' bodies read per statement (``seq IN (...)``; SQLite allows 32,766 variables
+since 3.32, 999 before)."""
 
 
-def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[tuple[int, int]]:
-    """``(step, seq)`` of the rows that make up ``step`` (default: the latest), newest
-    first, down to its snapshot; empty when there is no checkpoint at ``step``."""
-    sql = _CHAIN.format(bound="" if step is None else " AND step <= ?")
-    cursor = db.execute(sql, (run_id,) if step is None else (run_id, step))
+def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[chains.Link]:
+    """The rows that make up ``step`` (default: the latest), newest first: its deltas
+    back to an anchor (``entries_chain``), then the anchors back to a snapshot
+    (``entries_anchors``); empty when there is no checkpoint at ``step``."""
+    if step is None:
+        found = db.execute(_LATEST, (run_id,)).fetchone()
+        if found is None:
+            return []
+        step = int(found[0])
+    cursor = db.execute(_ANCHORS, (run_id, step))
     try:
-        return chains.links(cursor, step)
+        path = chains.anchors(cursor)
     finally:
         cursor.close()
+    if not path:
+        return []
+    if path[0].step != step:  # deltas from step back to the first anchor, included
+        cursor = db.execute(_DELTAS, (run_id, path[0].step, step))
+        try:
+            head = chains.links(cursor, step)
+        finally:
+            cursor.close()
+        if not head:
+            return []
+        path = head[:-1] + path
+    return path
 
 
 def _rows(
-    db: sqlite3.Connection, run_id: str, chain: list[tuple[int, int]]
+    db: sqlite3.Connection, run_id: str, chain: list[chains.Link]
 ) -> Iterator[tuple[int, str | None, str]]:
-    # One range scan of the primary key (the chain's entries are consecutive in seq but
-    # for a decision's entries between them), rather than a lookup per row.
-    wanted = {seq for _, seq in chain}
+    # The deltas and their anchor: one range scan of the primary key (their entries are
+    # consecutive in seq but for a decision's entries between them). The anchors before
+    # it: a lookup each, a few statements in all.
+    tail = next(i for i, link in enumerate(chain) if chains.is_anchor(link.kind))
     bodies = {
         seq: (kind, body)
         for seq, kind, body in db.execute(
             "SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ? "
             "AND state IS NOT NULL",
-            (run_id, chain[-1][1], chain[0][1]),
+            (run_id, chain[tail].key, chain[0].key),
         )
-        if seq in wanted
     }
-    for at, seq in chain:
-        kind, body = bodies[seq]
-        yield at, kind, body
+    rest = [link.key for link in chain[tail + 1 :]]
+    for at in range(0, len(rest), _BY_SEQ):
+        keys = rest[at : at + _BY_SEQ]
+        marks = ",".join("?" * len(keys))
+        bodies.update(
+            (seq, (kind, body))
+            for seq, kind, body in db.execute(
+                f"SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq IN ({marks})",
+                (run_id, *keys),
+            )
+        )
+    for link in chain:
+        kind, body = bodies[link.key]
+        yield link.step, kind, body
 
 
 def checkpoint(db: sqlite3.Connection, run_id: str, step: int | None) -> Checkpoint | None:
@@ -67,7 +107,7 @@ def checkpoint(db: sqlite3.Connection, run_id: str, step: int | None) -> Checkpo
     chain = _chain(db, run_id, step)
     if not chain:
         return None
-    at_step, seq = chain[0]
+    at_step, seq, _ = chain[0]
     node, at, tasks = db.execute(
         "SELECT node, at, tasks FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
     ).fetchone()
@@ -111,16 +151,19 @@ def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
 
 
 def convert(db: sqlite3.Connection) -> None:
-    """Migration 0008's Python step: every run's full-state checkpoints become a chain.
+    """Migration 0011's Python step: every run's checkpoints become a chain of snapshots,
+    skips and deltas cut as a writer cuts it (:class:`~agentnb.store.chains.Chain`).
 
-    For each run, in a savepoint of its own: the latest entry of each step, in step order,
-    is kept as a snapshot (the first, and wherever :func:`~agentnb.store.deltas.diff` has
-    no delta or the policy asks for one) or rewritten as the delta computed from the two
-    full states alone (no reducer is involved). Each rewritten step is rebuilt from the
-    rows before it and compared with its stored JSON, byte for byte, before the next one;
-    a run whose rebuild differs anywhere, or whose steps are not consecutive, is rolled
-    back to its savepoint and keeps every checkpoint whole. One state (and the one before
-    it) is in memory at a time, so a long run converts in constant memory.
+    For each run, in a savepoint of its own, the latest entry of each step, in step order:
+    a full state (an entry from before 0008, or a snapshot) stays a snapshot where the
+    chain asks for one (the first, and wherever :func:`~agentnb.store.deltas.diff` has no
+    delta) and is rewritten as the delta computed from the two states alone (no reducer
+    is involved) otherwise; a delta stays as it is; and every row the chain cuts at
+    becomes a skip (or a snapshot). Each rewritten step is rebuilt from the rows it
+    depends on and compared with the state, byte for byte, before the next one; a run
+    whose rebuild differs anywhere, or whose steps are not consecutive, is rolled back to
+    its savepoint and keeps its rows as they were. The state of one step (and of the last
+    anchor, as JSON) is in memory at a time, so a long run converts in constant memory.
     """
     runs = [r for (r,) in db.execute("SELECT run_id FROM runs ORDER BY run_id")]
     for run_id in runs:
@@ -140,39 +183,65 @@ def convert(db: sqlite3.Connection) -> None:
 def _convert_run(db: sqlite3.Connection, run_id: str) -> bool:
     """Rewrite one run's chain; False when any step would not come back exactly."""
     latest: dict[int, int] = {}
+    twice: set[int] = set()  # steps a decision's edit saved again: their latest row stays
+    # whole, as the writer stores an edit (so no earlier row of the step is an anchor
+    # the reader could take for it)
     for step, seq in db.execute(
         "SELECT step, seq FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
         (run_id,),
     ).fetchall():
+        if step in latest:
+            twice.add(step)
         latest[step] = seq
     steps = sorted(latest)
     if not steps or steps != list(range(steps[0], steps[0] + len(steps))):
-        return not steps  # nothing to convert; or a gap: kept whole
-    previous: dict[str, Any] | None = None  # the state of the step before, as stored
+        return not steps  # nothing to convert; or a gap: kept as it is
+    state: dict[str, Any] | None = None  # the state of the step before, as stored
+    anchor = ""  # the JSON of the last anchor's state
     chain = Chain()
     for step in steps:
         seq = latest[step]
-        (text,) = db.execute(
-            "SELECT state FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+        kind, text = db.execute(
+            "SELECT kind, state FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
         ).fetchone()
-        current: dict[str, Any] = loads(text)
-        delta_json: str | None = None
-        if previous is not None:
-            delta_json, chain = chain.next(previous, current)
-        if delta_json is None:
-            chain = Chain.after(text)
-            db.execute(
-                "UPDATE entries SET kind = ? WHERE run_id = ? AND seq = ?",
-                (chains.SNAPSHOT, run_id, seq),
-            )
+        if state is None and not chains.is_snapshot(kind):
+            return False  # a chain without its snapshot: left for the reader to report
+        body: str | None = None
+        if chains.is_snapshot(kind):
+            current: dict[str, Any] = loads(text)
+            delta = None if state is None or step in twice else deltas.diff(state, current)
+            if delta is not None:
+                assert state is not None
+                if dumps(deltas.apply(state, delta)) != text:
+                    return False
+                # The chain keeps the delta until its next anchor: a copy of its own, as
+                # ``current`` is changed in place by the steps after it.
+                delta_json = dumps(delta)
+                body, chain = chain.push(loads(delta_json), delta_json)
         else:
-            assert previous is not None
-            rebuilt = deltas.apply(previous, loads(delta_json))
-            if dumps(rebuilt) != text:
+            assert state is not None
+            current = chains.apply_owned(state, loads(text))
+            if step not in twice:
+                body, chain = chain.push(loads(text), text)
+        if body is None:  # a snapshot: the chain starts again from it
+            whole = text if chains.is_snapshot(kind) else dumps(current)
+            chain, anchor = Chain.after(whole), whole
+            if kind != chains.SNAPSHOT or whole != text:
+                _store(db, run_id, seq, chains.SNAPSHOT, whole)
+        elif chain.last == chains.SKIP:
+            rebuilt = dumps(chains.rebuild([(step, chains.SKIP, body), (-1, None, anchor)]))
+            if rebuilt != dumps(current):
                 return False
-            db.execute(
-                "UPDATE entries SET kind = ?, state = ? WHERE run_id = ? AND seq = ?",
-                (chains.DELTA, delta_json, run_id, seq),
-            )
-        previous = current
+            anchor = rebuilt
+            _store(db, run_id, seq, chains.SKIP, body)
+        elif chains.is_snapshot(kind):
+            _store(db, run_id, seq, chains.DELTA, body)
+        state = current
     return True
+
+
+def _store(db: sqlite3.Connection, run_id: str, seq: int, kind: str, body: str) -> None:
+    db.execute(
+        "UPDATE entries SET kind = ?, state = ? WHERE run_id = ? AND seq = ?",
+        (kind, body, run_id, seq),
+    )

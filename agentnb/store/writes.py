@@ -47,6 +47,9 @@ class CheckpointWrite:
     empty): the writer chose it with :class:`agentnb.store.chains.Chain`. A run's first
     checkpoint ignores it (always a snapshot). Backends store rows through
     :func:`agentnb.store.chains.row` and load them with :func:`~agentnb.store.chains.rebuild`."""
+    delta_kind: str = "delta"
+    """What ``delta_json`` is a delta from: ``"delta"``, the step before; ``"skip"``, the
+    run's previous anchor (:attr:`agentnb.store.chains.Chain.last` says which)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import operator
 from typing import Any
 
@@ -11,8 +10,8 @@ import pytest
 from agentnb import END, Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
 from agentnb._json import dumps
 from agentnb.errors import StoreError
-from agentnb.store import chains
-from agentnb.store.chains import DELTA, SNAPSHOT, Chain
+from agentnb.store import chains, sql_checkpoints
+from agentnb.store.chains import DELTA, SKIP, SNAPSHOT, Chain
 from agentnb.store.deltas import SnapshotPolicy
 from agentnb.store.sql import SqlCheckpointer
 
@@ -44,9 +43,7 @@ def chat(store: Checkpointer, steps: int, *, interrupt: bool = False) -> Any:
     return g.compile(store, max_steps=10 * steps)
 
 
-def test_a_long_run_stores_deltas_and_a_snapshot_once_they_outweigh_the_last_one(
-    store: Checkpointer,
-) -> None:
+def test_a_long_run_stores_deltas_and_a_skip_every_100_steps(store: Checkpointer) -> None:
     states: list[dict[str, Any]] = []
     workflow = chat(store, 130)
     run = workflow.start({"n": 0, "messages": []})
@@ -55,8 +52,8 @@ def test_a_long_run_stores_deltas_and_a_snapshot_once_they_outweigh_the_last_one
         run.step()
         states.append(run.state)
     stored = kinds(store, run.run_id)
-    assert [step for step, kind in stored.items() if kind == SNAPSHOT] == [0, 100, 200]
-    assert sum(kind == DELTA for kind in stored.values()) == len(stored) - 3
+    assert [step for step, kind in stored.items() if kind != DELTA] == [0, 100, 200]
+    assert [stored[0], stored[100], stored[200]] == [SNAPSHOT, SKIP, SKIP]
     for step, state in enumerate(states):
         assert store.checkpoint(run.run_id, step).state == state
     assert [cp.state for cp in store.checkpoints(run.run_id)] == states
@@ -139,31 +136,70 @@ def test_a_chain_that_ends_before_a_snapshot_is_a_store_error() -> None:
         chains.rebuild_all([(3, DELTA, '{"set":{"n":2}}')])
 
 
-def test_a_chain_snapshots_once_its_deltas_pass_the_byte_limit() -> None:
+def test_a_chain_is_cut_with_a_skip_once_its_deltas_pass_the_byte_limit() -> None:
     chain = Chain(policy=SnapshotPolicy(every=100, max_bytes=100))
     delta, chain = chain.next({"m": []}, {"m": ["x" * 60]})
-    assert delta is not None
-    assert chain.steps == 1
+    assert (delta, chain.last, chain.steps) == ('{"append":{"m":["' + "x" * 60 + '"]}}', DELTA, 1)
     delta, chain = chain.next({"m": ["x" * 60]}, {"m": ["x" * 60, "y" * 60]})
-    assert delta is None
-    assert chain == Chain(policy=chain.policy)
+    assert delta == '{"append":{"m":["' + "x" * 60 + '","' + "y" * 60 + '"]}}'
+    assert (chain.last, chain.steps, chain.skips) == (SKIP, 0, 1)
 
 
-def test_a_growing_state_is_snapshotted_ever_less_often_so_the_file_stays_linear() -> None:
-    store = MemoryCheckpointer()
-    g = StateGraph("loop")
-    g.add_node("agent", lambda s: {"n": s["n"] + 1, "messages": ["x" * 200]})
-    g.set_entry_point("agent")
-    g.add_conditional_edge("agent", lambda s: "agent" if s["n"] < 1000 else END, ["agent", END])
-    run = g.compile(store, max_steps=1001).start({"n": 0, "messages": []}).run()
-    snapshots = [step for step, kind in kinds(store, run.run_id).items() if kind == SNAPSHOT]
-    gaps = [b - a for a, b in itertools.pairwise(snapshots)]
-    assert gaps[0] == 100  # at least DEFAULT_POLICY.every steps apart
-    assert gaps == sorted(gaps)
-    assert gaps[-1] > 2 * gaps[0]
-    assert len(snapshots) <= 6  # a fixed period would have stored 11 growing states
-    stored = sum(len(row.body) for row in store._checkpoints[run.run_id].values())
-    assert stored < 4 * len(dumps(run.state))
+def test_an_anchor_is_a_snapshot_once_the_skips_would_mostly_carry_replaced_values() -> None:
+    policy = SnapshotPolicy(every=1)
+    states = [{"doc": letter * 100, "n": 0} for letter in "abc"]
+    chain = Chain.after(dumps(states[0]), policy)
+    body, chain = chain.next(states[0], states[1])
+    assert (body, chain.last) == (dumps({"set": {"doc": "b" * 100}}), SKIP)
+    body, chain = chain.next(states[1], states[2])
+    assert body is None  # the two skips would set "doc" twice: stored whole instead
+    assert chain == Chain(policy=policy)
+
+
+def test_every_skips_weighing_as_much_as_the_snapshot_make_the_next_anchor_a_snapshot() -> None:
+    policy = SnapshotPolicy(every=2)
+    state: dict[str, Any] = {"m": []}
+    chain = Chain.after(dumps(state), policy)
+    found = []
+    for _ in range(20):
+        new = {"m": [*state["m"], "x" * 10]}
+        body, chain = chain.next(state, new)
+        found.append("snapshot" if body is None else chain.last)
+        if body is None:
+            chain = Chain.after(dumps(new), policy)
+        state = new
+    # An anchor every two steps; a snapshot once two skips hold as many items as the
+    # last snapshot: at 4, 8, 16 — ever rarer, as the state grows.
+    assert [i for i, kind in enumerate(found, 1) if kind != DELTA] == list(range(2, 21, 2))
+    assert [i for i, kind in enumerate(found, 1) if kind == SNAPSHOT] == [4, 8, 16]
+
+
+def test_a_growing_state_is_cut_by_skips_so_the_file_stays_linear_and_loads_read_few_rows(
+    tmp_path: Any,
+) -> None:
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        g = StateGraph("loop")
+        g.add_node("agent", lambda s: {"n": s["n"] + 1, "messages": ["x" * 200]})
+        g.set_entry_point("agent")
+        g.add_conditional_edge("agent", lambda s: "agent" if s["n"] < 1000 else END, ["agent", END])
+        run = g.compile(store, max_steps=1001).start({"n": 0, "messages": []}).run()
+        stored = kinds(store, run.run_id)
+        assert [step for step, kind in stored.items() if kind == SNAPSHOT] == [0]
+        assert [step for step, kind in stored.items() if kind == SKIP] == list(
+            range(100, 1001, 100)
+        )
+        (size,) = store._db.execute(
+            "SELECT sum(length(state)) FROM entries WHERE run_id = ?", (run.run_id,)
+        ).fetchone()
+        assert size < 2.2 * len(dumps(run.state))  # each message: one delta, one skip
+        # Step 999: 99 deltas back to the skip of 900, then 9 skips and the snapshot.
+        chain = sql_checkpoints._chain(store._db, run.run_id, 999)
+        assert [link.step for link in chain] == [
+            *range(999, 899, -1),
+            *range(800, 0, -100),
+            0,
+        ]
+        assert store.checkpoint(run.run_id, 999).state["messages"] == ["x" * 200] * 999
 
 
 @pytest.mark.parametrize("peek", [True, False])
@@ -207,8 +243,16 @@ def test_of_a_step_saved_twice_the_latest_row_counts_in_every_rebuild() -> None:
         (1, 5, DELTA, '{"set":{"n":1}}'),
         (0, 1, SNAPSHOT, '{"n":0}'),
     ]
-    assert chains.links([(s, k, kind) for s, k, kind, _ in rows]) == [(2, 9)]
-    assert chains.links([(s, k, kind) for s, k, kind, _ in rows[1:]], 2) == [(2, 7), (1, 5), (0, 1)]
+
+    def found(links: list[chains.Link]) -> list[tuple[int, int]]:
+        return [(link.step, link.key) for link in links]
+
+    assert found(chains.links([(s, k, kind) for s, k, kind, _ in rows])) == [(2, 9)]
+    assert found(chains.links([(s, k, kind) for s, k, kind, _ in rows[1:]], 2)) == [
+        (2, 7),
+        (1, 5),
+        (0, 1),
+    ]
     assert chains.links([(s, k, kind) for s, k, kind, _ in rows], 3) == []
     delta_first = [rows[1], (2, 6, SNAPSHOT, '{"n":99}'), rows[2], rows[3]]
     assert chains.rebuild([(s, kind, body) for s, _, kind, body in delta_first]) == {"n": 2}

@@ -1,15 +1,20 @@
-"""The delta + snapshot codec: every rebuilt state is the original, byte for byte."""
+"""The delta codec and the chains a writer cuts with it (snapshots, skips, deltas):
+every rebuilt state is the original, byte for byte."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentnb._json import dumps
-from agentnb.store.deltas import Row, SnapshotPolicy, apply, diff, encode, rebuild
+from agentnb._json import dumps, loads
+from agentnb.errors import StoreError
+from agentnb.store import chains
+from agentnb.store.chains import DELTA, SKIP, SNAPSHOT, Chain
+from agentnb.store.deltas import SnapshotPolicy, apply, diff, merge
 
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.text(max_size=3)
 values = st.recursive(
@@ -56,6 +61,35 @@ def evolve(start: dict[str, Any], ops: list[tuple[str, str, Any]]) -> list[dict[
     return states
 
 
+def encode(
+    states: list[dict[str, Any]], policy: SnapshotPolicy | None = None
+) -> list[tuple[str, str]]:
+    """A run's successive states as ``(kind, body)`` rows, cut as the driver cuts them."""
+    rows = [(SNAPSHOT, dumps(states[0]))]
+    chain = Chain.after(rows[0][1], policy)
+    for before, state in itertools.pairwise(states):
+        body, chain = chain.next(before, state)
+        if body is None:
+            rows.append((SNAPSHOT, dumps(state)))
+            chain = Chain.after(rows[-1][1], policy)
+        else:
+            rows.append((chain.last, body))
+    return rows
+
+
+def path(rows: list[tuple[str, str]], index: int) -> list[int]:
+    """The rows loading ``index`` reads, newest first: deltas back to an anchor, then
+    the anchors back to a snapshot (what SQLite's two index scans find)."""
+    found = [index]
+    while rows[found[-1]][0] != SNAPSHOT:
+        at = found[-1] - 1
+        if rows[found[-1]][0] == SKIP:
+            while rows[at][0] == DELTA:
+                at -= 1
+        found.append(at)
+    return found
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     start=st.dictionaries(keys, values, max_size=4),
@@ -63,24 +97,49 @@ def evolve(start: dict[str, Any], ops: list[tuple[str, str, Any]]) -> list[dict[
     every=st.integers(1, 8),
     max_bytes=st.sampled_from([16, 200, 10**6]),
 )
-def test_every_state_rebuilt_from_deltas_and_snapshots_is_the_original(
+def test_every_state_rebuilt_from_snapshots_skips_and_deltas_is_the_original(
     start: dict[str, Any], ops: list[tuple[str, str, Any]], every: int, max_bytes: int
 ) -> None:
     states = evolve(start, ops)
     rows = encode(states, SnapshotPolicy(every=every, max_bytes=max_bytes))
-    assert rows[0].kind == "snapshot"
+    assert rows[0][0] == SNAPSHOT
+    numbered = [(step, kind, body) for step, (kind, body) in enumerate(rows)]
     for index, state in enumerate(states):
-        assert dumps(rebuild(rows, index)) == dumps(state)
-    # The chain from a snapshot is bounded by the policy: its deltas weigh less than
-    # max_bytes, and once it is ``every`` steps long, less than the snapshot itself.
-    run = weight = base = 0
-    for row in rows:
-        if row.kind == "snapshot":
-            run, weight, base = 0, 0, len(dumps(row.body))
-            continue
-        run, weight = run + 1, weight + len(dumps(row.body))
-        assert weight < max_bytes
-        assert run < every or weight < base
+        # Every row, newest first (the memory store), or the chain alone (SQLite's).
+        assert dumps(chains.rebuild(reversed(numbered[: index + 1]))) == dumps(state)
+        chain = [numbered[at] for at in path(rows, index)]
+        assert dumps(chains.rebuild(chain)) == dumps(state)
+        # Fewer than ``every`` deltas, of fewer than max_bytes, before an anchor; fewer
+        # than ``every`` skips before the snapshot unless they weigh less than it; and
+        # the values they set weigh less than the rest.
+        read = [rows[at] for at in path(rows, index)]
+        deltas_read = [body for kind, body in read if kind == DELTA]
+        assert len(deltas_read) < every
+        assert sum(map(len, deltas_read)) < max_bytes
+        skips = [loads(body) for kind, body in read if kind == SKIP]
+        kept = sum(len(dumps(skip["append"])) for skip in skips if "append" in skip)
+        replaced = sum(len(dumps(skip["set"])) for skip in skips if "set" in skip)
+        assert len(skips) < every or kept + replaced < len(read[-1][1])
+        assert not skips or replaced < kept + len(read[-1][1])
+    assert [dumps(s) for s in chains.rebuild_all(numbered)] == [dumps(s) for s in states]
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.dictionaries(keys, values, max_size=4), ops=operations)
+def test_a_merged_delta_does_what_the_deltas_do_one_after_the_other(
+    start: dict[str, Any], ops: list[tuple[str, str, Any]]
+) -> None:
+    states = evolve(start, ops)
+    for first in range(len(states)):
+        found = []
+        for before, state in zip(states[first:], states[first + 1 :], strict=False):
+            delta = diff(before, state)
+            if delta is None:
+                break
+            found.append(loads(dumps(delta)))
+            kept = dumps(found)
+            assert dumps(apply(states[first], merge(found))) == dumps(state)
+            assert dumps(found) == kept  # the inputs are not changed
 
 
 def test_a_growing_list_is_stored_as_its_tail_and_a_changed_key_as_its_value() -> None:
@@ -95,7 +154,7 @@ def test_a_dropped_key_or_a_new_key_order_makes_a_snapshot() -> None:
     assert diff({"a": 1, "b": 2}, {"a": 1}) is None
     assert diff({"a": 1, "b": 2}, {"b": 2, "a": 1}) is None
     rows = encode([{"a": 1, "b": 2}, {"a": 1}, {"a": 1, "c": True}])
-    assert [r.kind for r in rows] == ["snapshot", "snapshot", "delta"]
+    assert [kind for kind, _ in rows] == [SNAPSHOT, SNAPSHOT, DELTA]
 
 
 def test_true_and_one_are_different_values() -> None:
@@ -104,8 +163,10 @@ def test_true_and_one_are_different_values() -> None:
 
 
 def test_a_chain_without_a_snapshot_is_refused() -> None:
-    with pytest.raises(ValueError, match="no snapshot"):
-        rebuild([Row("delta", {"set": {"a": 1}})], 0)
+    with pytest.raises(StoreError, match="no snapshot"):
+        chains.rebuild([(0, DELTA, '{"set":{"a":1}}')])
+    with pytest.raises(StoreError, match="no snapshot"):
+        chains.rebuild([(5, SKIP, '{"set":{"a":1}}'), (4, DELTA, '{"set":{"a":0}}')])
 
 
 def test_a_tail_the_writer_says_it_appended_is_taken_without_comparing_the_kept_part() -> None:

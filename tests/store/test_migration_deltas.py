@@ -105,7 +105,7 @@ def test_a_step_that_drops_a_key_stays_a_snapshot_in_the_converted_chain(tmp_pat
     assert kinds(path, "r") == [SNAPSHOT, DELTA, SNAPSHOT, DELTA]
 
 
-def test_a_step_saved_twice_converts_its_latest_row_and_keeps_the_earlier_whole(
+def test_a_step_saved_twice_keeps_its_latest_row_whole_as_an_edit_is_stored(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "old.db"
@@ -120,4 +120,4 @@ def test_a_step_saved_twice_converts_its_latest_row_and_keeps_the_earlier_whole(
     with SqliteCheckpointer(path) as store:
         assert [cp.state for cp in store.checkpoints("e")] == [{"n": 0}, {"n": 1}, {"n": 20}]
         assert store.checkpoint("e", 2).state == {"n": 20}
-    assert kinds(path, "e") == [SNAPSHOT, DELTA, None, DELTA]
+    assert kinds(path, "e") == [SNAPSHOT, DELTA, None, SNAPSHOT]
