@@ -9,9 +9,10 @@ to it reaches the store, and iterating a long history never holds every state in
 Storage format for long runs (issue #13)
 ----------------------------------------
 Every checkpoint used to store the whole state as JSON. Now a run's checkpoints are a
-chain: a snapshot, then deltas. The codec (deltas computed from two states, snapshots,
-rebuild) is :mod:`agentnb.store.deltas`, property-tested; what every backend shares
-(which row to store, how to rebuild a step from rows) is :mod:`agentnb.store.chains`:
+chain of snapshots, skips and deltas. The codec (deltas computed from two states, merged,
+applied) is :mod:`agentnb.store.deltas`, property-tested; what every backend shares
+(which row to store, which rows make up a step, how to rebuild it) is
+:mod:`agentnb.store.chains`:
 
 * **Deltas.** A step's row stores what changed from the step before, computed from the
   two states alone: a list that grew at its end stores the appended tail
@@ -19,28 +20,40 @@ rebuild) is :mod:`agentnb.store.deltas`, property-tested; what every backend sha
   reducer is involved, so replaying never calls user code and a custom reducer (replayable
   or not, deterministic or not) has its merged value stored, never recomputed. A step
   where a key disappeared (or the keys changed order) is a snapshot.
-* **Snapshots.** Once the deltas since the last snapshot weigh as much as it did (and
-  at least ``K = 100`` steps on), or at once past ``M = 256 KiB`` of them, or when a person
-  edits the state (approve with edits), the row stores the full state
-  (``kind = 'snapshot'``). A fixed period would store a growing state whole every ``K``
-  steps, a file quadratic in the run's length; weighing the deltas against the snapshot
-  makes snapshots geometrically rarer (2,000 appended messages: 6 snapshots). Loading
-  step ``k`` reads the nearest snapshot at or before ``k`` and the deltas after it: at
-  most about twice the state, or ``M`` plus one state. A run's first checkpoint and a
-  fork's first are always snapshots, and so is the first one a process writes after
-  loading a state from the store, so no chain crosses runs, edits or writers.
-* **Rows.** ``(run_id, step, seq, node, at, kind, body)``; the events stay in ``entries``.
-  The writer (the driver, holding the lease and the live state) decides delta or snapshot
-  with :class:`~agentnb.store.chains.Chain`; a backend never reads old rows to write one.
-* **Migration** 0008 (SQLite; a Python step of the migration, one savepoint per run): walk
-  each run's full-state checkpoints in step order; a snapshot for the first and wherever
-  the policy or the codec asks; every other step becomes the delta computed from the two
-  full states. Each converted step is rebuilt and compared with the stored JSON, byte for
+* **Anchors: skips and snapshots.** Every ``K = 100`` deltas (or ``M = 256 KiB`` of them)
+  the chain is cut by an anchor row. It is a **skip** — the delta from the previous anchor,
+  the deltas in between merged into one — unless a **snapshot** (the whole state) is due:
+  when the skips since the last snapshot would mostly carry values replaced since (a key
+  rewritten every step), or when there are ``K`` of them weighing as much as the snapshot
+  (so snapshots of a growing state grow geometrically). A person's edit (approve with
+  edits), a run's and a fork's first checkpoint and the first one a process writes after
+  loading a state from the store are snapshots, so no chain crosses runs, edits or writers.
+* **Loading step ``k``** reads fewer than ``K`` deltas back to an anchor, then the anchors
+  back to a snapshot: about ``2 * sqrt(k)`` rows for an agent loop appending a message per
+  step (step 2,000: 119 rows, each appended message read once), where a chain of deltas
+  back to a geometric snapshot read up to ``k / 2`` (796 at step 2,000: the time went on
+  rows, not bytes). Fixed snapshots every ``K`` steps would read as few rows but store a
+  growing state whole each time, a file quadratic in the run's length; a skip holds only
+  what was added since the last anchor, so each appended item is stored twice (its
+  delta and one skip) and the file stays linear in what changed.
+* **Rows.** ``(run_id, step, seq, node, at, kind, body)``, ``kind`` one of ``snapshot``
+  (or NULL), ``skip``, ``delta``; the events stay in ``entries``. The writer (the driver,
+  holding the lease and the live state) decides the kind with
+  :class:`~agentnb.store.chains.Chain`; a backend never reads old rows to write one.
+  SQLite and PostgreSQL walk two indexes: ``entries_chain`` (every checkpoint: the deltas
+  back to an anchor, and the history listing) and ``entries_anchors`` (snapshots and
+  skips only).
+* **Migration** 0008 added ``kind``; 0011 (SQLite; a Python step, one savepoint per run)
+  walks each run's checkpoints in step order — full states from before 0008, or 0008's
+  chains of deltas and geometric snapshots — and cuts them as a writer would: a snapshot
+  where the chain asks for one, a delta computed from the two full states alone, a skip
+  at every anchor. Each rewritten step is rebuilt and compared with the state, byte for
   byte, before the next; a run whose rebuild differs anywhere (or whose steps have a gap)
-  is rolled back to its savepoint and keeps every step whole (lossless by construction).
-  The pages freed are reused by later writes; the first prune returns them to the file
-  system (one ``VACUUM`` that also turns on incremental auto-vacuum), so opening a file
-  never pays a hidden full rewrite.
+  is rolled back to its savepoint and keeps its rows as they were (lossless by
+  construction). PostgreSQL's version 5 adds the index alone: its existing chains read
+  back as they are. The pages freed are reused by later writes; the first prune returns
+  them to the file system (one ``VACUUM`` that also turns on incremental auto-vacuum), so
+  opening a file never pays a hidden full rewrite.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""The SQLite checkpointer's checkpoint rows: written as snapshots or deltas, read back
-through :mod:`agentnb.store.chains`.
+"""The SQLite checkpointer's checkpoint rows: written as snapshots, skips or deltas, read
+back through :mod:`agentnb.store.chains`.
 
 A checkpoint is a journal entry (``entries``) whose ``state`` is not NULL: ``kind`` says
 whether ``state`` holds the whole state (``snapshot``; NULL for an entry written by a
-decision's edit or before migration 0008) or a delta from the step before. Loading one
-step walks the covering index ``entries_chain`` back to the nearest snapshot (a chain
-bounded by :class:`~agentnb.store.deltas.SnapshotPolicy`) and reads only those bodies.
+decision's edit or before migration 0008), a delta from the step before (``delta``) or
+from the run's previous anchor (``skip``). Loading one step walks the covering index
+``entries_chain`` back to the nearest anchor (fewer than
+:attr:`~agentnb.store.deltas.SnapshotPolicy.every` deltas), the index of the anchors alone
+(``entries_anchors``, 0011) back to a snapshot, and reads only those bodies.
 
 Functions on an open connection, called inside :class:`SqliteCheckpointer`'s locks.
 """
@@ -26,17 +28,17 @@ from agentnb.store.records import Checkpoint
 __all__ = ["checkpoint", "checkpoints", "convert", "infos", "state"]
 
 _LATEST = (
-    "SELECT step FROM entries INDEXED BY entries_chain WHERE run_id = ? AND state IS NOT NULL "
+    "SELECT step FROM entries INDEXED BY entries_chain WHERE run_id = ? AND kind IS NOT NULL "
     "ORDER BY step DESC, seq DESC LIMIT 1"
 )
 _ANCHORS = (
     "SELECT step, seq, kind FROM entries INDEXED BY entries_anchors WHERE run_id = ? "
-    "AND state IS NOT NULL AND (kind IS NULL OR kind <> 'delta') AND step <= ? "
+    "AND kind <> 'delta' AND step <= ? "
     "ORDER BY step DESC, seq DESC"
 )
 _DELTAS = (
     "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
-    "AND state IS NOT NULL AND step BETWEEN ? AND ? ORDER BY step DESC, seq DESC"
+    "AND kind IS NOT NULL AND step BETWEEN ? AND ? ORDER BY step DESC, seq DESC"
 )
 _BY_SEQ = 500
 """Anchors' bodies read per statement (``seq IN (...)``; SQLite allows 32,766 variables
@@ -82,7 +84,7 @@ def _rows(
         seq: (kind, body)
         for seq, kind, body in db.execute(
             "SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ? "
-            "AND state IS NOT NULL",
+            "AND kind IS NOT NULL",
             (run_id, chain[tail].key, chain[0].key),
         )
     }
@@ -143,7 +145,7 @@ def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
     """Every checkpoint's step, node and time, from one scan of the index (no body read)."""
     rows = db.execute(
         "SELECT step, node, at FROM entries INDEXED BY entries_chain "
-        "WHERE run_id = ? AND state IS NOT NULL ORDER BY step, seq",
+        "WHERE run_id = ? AND kind IS NOT NULL ORDER BY step, seq",
         (run_id,),
     ).fetchall()
     latest = {s: (node, at) for s, node, at in rows}  # the last entry of a step saved twice

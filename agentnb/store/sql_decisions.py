@@ -24,7 +24,7 @@ from agentnb.errors import (
     StaleApproval,
 )
 from agentnb.identity import Identity
-from agentnb.store import sql_checkpoints
+from agentnb.store import chains, sql_checkpoints
 from agentnb.store.policy import (
     ApproverPolicy,
     PendingRun,
@@ -123,9 +123,19 @@ def decide(
         seq = current.seq + 1
         event = Event(run_id, seq, current.step, kind, node, payload, now)
         db.execute(
-            "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, current.step, node, state, pack([event]), now, tasks),
+            "INSERT INTO entries (run_id, seq, step, node, state, events, at, tasks, kind) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                seq,
+                current.step,
+                node,
+                state,
+                pack([event]),
+                now,
+                tasks,
+                None if state is None else chains.SNAPSHOT,
+            ),  # an edit: stored whole
         )
     record = audit(
         db,

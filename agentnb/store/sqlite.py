@@ -58,6 +58,11 @@ SQLITE = Dialect(
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 DURABLE = "FULL"
 """The least ``synchronous`` level decisions, refusals and effects are committed at."""
+CACHE_KIB = 16 * 1024
+"""The connection's page cache, allocated as pages are read (SQLite's default: 2 MiB).
+Loading a checkpoint of a long run reads its state's pages, several MiB at 10,000
+appended messages: in a 2 MiB cache each load evicts the last one and reads every page
+from the OS again (issue #13: median load 3.2 ms there, 1.1 ms with this cache)."""
 WAL_LIMIT = 8 * 2**20
 WAL_CHECK_EVERY = 64
 WAL_WAIT_MS = 10
@@ -185,6 +190,7 @@ class SqliteCheckpointer(SqlCheckpointer):
             self._timeout_ms = int(timeout * 1000)
             self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
             self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             migrate(self._db, self.path)
         except sqlite3.Error as exc:
             self._db.close()

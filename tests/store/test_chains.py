@@ -258,3 +258,26 @@ def test_of_a_step_saved_twice_the_latest_row_counts_in_every_rebuild() -> None:
     assert chains.rebuild([(s, kind, body) for s, _, kind, body in delta_first]) == {"n": 2}
     in_write_order = [(s, kind, body) for s, _, kind, body in reversed(rows)]
     assert chains.rebuild_all(in_write_order) == [{"n": 0}, {"n": 1}, {"n": 20}]
+
+
+def test_every_checkpoint_row_has_a_kind_and_an_entry_without_one_has_none(
+    tmp_path: Any,
+) -> None:
+    # The indexes are partial on the kind alone (0011): a checkpoint without one would be
+    # missing from every load and listing.
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        workflow = chat(store, 30, interrupt=True)
+        run = workflow.start({"n": 0, "messages": []})
+        run.step()
+        run.approve(by="ana", update={"n": 10})  # an edit: a checkpoint, stored whole
+        run.step()
+        run.step()
+        assert run.status == "pending"
+        run.reject(by="ana")  # a decision alone: no checkpoint
+        rows = store._db.execute(
+            "SELECT kind, state IS NOT NULL FROM entries WHERE run_id = ? ORDER BY seq",
+            (run.run_id,),
+        ).fetchall()
+    assert (SNAPSHOT, 1) in rows[1:]
+    assert (None, 0) in rows
+    assert all((kind is None) == (not has_state) for kind, has_state in rows)

@@ -90,7 +90,7 @@ def test_a_run_whose_rebuild_would_differ_keeps_every_checkpoint_whole(tmp_path:
     assert {k: v for k, v in after.items() if k[0] == "odd"} == {
         k: v for k, v in before.items() if k[0] == "odd"
     }
-    assert kinds(path, "odd") == [None] * 7  # left as they were: whole states
+    assert kinds(path, "odd") == [SNAPSHOT] * 7  # left as they were: whole states
     assert kinds(path, "ok") == [SNAPSHOT] + [DELTA] * 6
 
 
@@ -120,4 +120,4 @@ def test_a_step_saved_twice_keeps_its_latest_row_whole_as_an_edit_is_stored(
     with SqliteCheckpointer(path) as store:
         assert [cp.state for cp in store.checkpoints("e")] == [{"n": 0}, {"n": 1}, {"n": 20}]
         assert store.checkpoint("e", 2).state == {"n": 20}
-    assert kinds(path, "e") == [SNAPSHOT, DELTA, None, SNAPSHOT]
+    assert kinds(path, "e") == [SNAPSHOT, DELTA, SNAPSHOT, SNAPSHOT]
