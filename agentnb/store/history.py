@@ -36,13 +36,16 @@ applied) is :mod:`agentnb.store.deltas`, property-tested; what every backend sha
   growing state whole each time, a file quadratic in the run's length; a skip holds only
   what was added since the last anchor, so each appended item is stored twice (its
   delta and one skip) and the file stays linear in what changed.
-* **Rows.** ``(run_id, step, seq, node, at, kind, body)``, ``kind`` one of ``snapshot``
-  (or NULL), ``skip``, ``delta``; the events stay in ``entries``. The writer (the driver,
-  holding the lease and the live state) decides the kind with
-  :class:`~agentnb.store.chains.Chain`; a backend never reads old rows to write one.
-  SQLite and PostgreSQL walk two indexes: ``entries_chain`` (every checkpoint: the deltas
-  back to an anchor, and the history listing) and ``entries_anchors`` (snapshots and
-  skips only).
+* **Rows.** ``(run_id, step, seq, node, at, kind, body)``, ``kind`` one of ``snapshot``,
+  ``skip``, ``delta`` (NULL: an entry without a checkpoint, such as a decision's); the
+  events stay in ``entries``. The writer (the driver, holding the lease and the live
+  state) decides the kind with :class:`~agentnb.store.chains.Chain`; a backend never
+  reads old rows to write one. SQLite and PostgreSQL walk two indexes, both partial on
+  the kind alone so a walk never looks an entry up (in SQLite's WITHOUT ROWID table a
+  lookup landing on a big state reads all of it): ``entries_chain`` (every checkpoint:
+  the deltas back to an anchor, and the history listing) and ``entries_anchors``
+  (snapshots and skips only). SQLite's connection keeps a 16 MiB page cache, so loading
+  a long run's state does not evict the pages of the one loaded before.
 * **Migration** 0008 added ``kind``; 0011 (SQLite; a Python step, one savepoint per run)
   walks each run's checkpoints in step order — full states from before 0008, or 0008's
   chains of deltas and geometric snapshots — and cuts them as a writer would: a snapshot

@@ -15,15 +15,18 @@ import pytest
 
 import agentnb.store
 from agentnb import (
+    END,
     PostgresCheckpointer,
     SchemaVersionError,
+    StateGraph,
     Status,
     StoreError,
     StoreUnavailable,
 )
 from agentnb.examples import build_refund_workflow
-from agentnb.store import postgres_session
+from agentnb.store import chains, postgres_session
 from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
+from agentnb.store.deltas import SnapshotPolicy
 from agentnb.store.postgres_dialect import REWRITES, spell
 from agentnb.store.postgres_locks import run_lock
 from agentnb.store.postgres_schema import LATEST
@@ -167,6 +170,38 @@ def test_connecting_migrates_once_and_reconnecting_keeps_the_runs(pg_dsn: str) -
         assert len(store.list_runs()) == 1
         rows = store._session.raw("SELECT version FROM schema_version").fetchall()
     assert rows == [(v,) for v in range(1, LATEST + 1)]
+
+
+def test_a_version_4_database_reads_every_step_back_after_version_5(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Version 4's chains: one snapshot, then deltas only (no skips); the snapshot's kind
+    # NULL, as a row written before version 2; its indexes partial on state IS NOT NULL.
+    monkeypatch.setattr(chains, "DEFAULT_POLICY", SnapshotPolicy(10**9, 10**9))
+    g = StateGraph("loop")
+    g.add_node("agent", lambda s: {"n": s["n"] + 1, "messages": [f"m{s['n']}"]})
+    g.set_entry_point("agent")
+    g.add_conditional_edge("agent", lambda s: "agent" if s["n"] < 150 else END, ["agent", END])
+    with PostgresCheckpointer(pg_dsn) as store:
+        run = g.compile(store, max_steps=200).start({"n": 0, "messages": []}).run()
+        store._session.raw("UPDATE entries SET kind = NULL WHERE kind = 'snapshot'")
+        store._session.raw("DROP INDEX entries_anchors")
+        store._session.raw("DROP INDEX entries_chain")
+        store._session.raw(
+            "CREATE INDEX entries_chain ON entries (run_id, step, seq, kind, node, at) "
+            "WHERE state IS NOT NULL"
+        )
+        store._session.raw("DELETE FROM schema_version WHERE version = 5")
+    monkeypatch.undo()
+    with PostgresCheckpointer(pg_dsn) as store:
+        for step in range(151):
+            state = {"n": step, "messages": [f"m{i}" for i in range(step)]}
+            assert store.checkpoint(run.run_id, step).state == state
+        assert len(store.list_checkpoints(run.run_id)) == 151
+        (kinds,) = store._session.raw(
+            "SELECT count(*) FROM entries WHERE kind IS NULL AND state IS NOT NULL"
+        ).fetchone()
+        assert kinds == 0
 
 
 def test_a_database_from_a_newer_agentnb_is_refused(pg_dsn: str) -> None:
