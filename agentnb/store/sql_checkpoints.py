@@ -69,6 +69,12 @@ def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[chains
             cursor.close()
         if not head:
             return []
+        if head[-1] != path[0]:  # the deltas end elsewhere than at the anchor found
+            raise StoreError(
+                f"the checkpoint chain of run {run_id!r} has no anchor at step "
+                f"{path[0].step} for the deltas after it; the file is damaged: restore it "
+                "from a backup"
+            )
         path = head[:-1] + path
     return path
 

@@ -281,3 +281,18 @@ def test_every_checkpoint_row_has_a_kind_and_an_entry_without_one_has_none(
     assert (SNAPSHOT, 1) in rows[1:]
     assert (None, 0) in rows
     assert all((kind is None) == (not has_state) for kind, has_state in rows)
+
+
+def test_deltas_that_do_not_end_at_the_anchor_found_are_a_damaged_file_error(
+    tmp_path: Any,
+) -> None:
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        run = chat(store, 3).start({"n": 0, "messages": []}).run()
+        # A later row of step 0 that is a delta: step 0's anchor is no longer its latest row.
+        store._db.execute(
+            "INSERT INTO entries (run_id, seq, step, node, state, events, at, kind) "
+            "VALUES (?, 999, 0, 'agent', '{}', '[]', 0, 'delta')",
+            (run.run_id,),
+        )
+        with pytest.raises(StoreError, match="damaged"):
+            store.checkpoint(run.run_id, 2)
