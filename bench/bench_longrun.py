@@ -11,7 +11,10 @@ driven by ``run.step()`` on a ``SqliteCheckpointer`` — and prints, measured in
   checkpoints' states from it, each once (cold): every step of the run, median, 99th
   percentile and worst (goal ≤ 5 ms);
 * the same loads for a longer run of the same loop (``--long``, 10,000 steps: every
-  37th step, so every distance from an anchor is met, and the last two);
+  37th step, so every distance from an anchor is met, and the last two). Beside wall
+  time, each load's CPU time (on a shared machine the wall-clock worst of thousands of
+  loads is a wait for a core), and the worst of the loads no full garbage collection ran
+  in (one walks the whole process's heap, whatever allocation sets it off);
 * ``store.prune()`` of the finished run: its time and the space it gave back;
 * the same workload on LangGraph + SqliteSaver with ``durability="sync"`` when the bench
   extra is installed (goal: agentnb's whole run ≤ 0.2× LangGraph's).
@@ -22,6 +25,7 @@ Usage: ``python bench/bench_longrun.py [--steps N] [--long N]`` (``--long 0``: n
 from __future__ import annotations
 
 import argparse
+import gc
 import sqlite3
 import statistics
 import sys
@@ -53,31 +57,47 @@ def loop(store: SqliteCheckpointer, steps: int) -> Any:
     return g.compile(store, max_steps=steps + 1).start({"count": 0, "messages": []})
 
 
-def cold_loads(history: Any, stride: int) -> tuple[list[float], list[float]]:
+def cold_loads(history: Any, stride: int) -> tuple[list[float], list[float], list[bool]]:
     """Seconds to load each sampled checkpoint's state, each once, checking it: wall
-    time, and the thread's CPU time (user and system: what the load costs, without the
-    time it waited for a core on a shared machine)."""
-    wall, cpu = [], []
+    time, the thread's CPU time (user and system: what the load costs, without the time
+    it waited for a core on a shared machine), and whether a full garbage collection
+    (generation 2, a walk of the whole process's heap) ran inside it."""
+    wall, cpu, full = [], [], []
     sampled = list(history[::stride])
     if stride > 1:
         sampled += list(history[-2:])
-    for item in sampled:
-        c, t = time.thread_time(), time.perf_counter()
-        state = item.state
-        wall.append(time.perf_counter() - t)
-        cpu.append(time.thread_time() - c)
-        assert len(state["messages"]) == item.step
-    return wall, cpu
+    collections = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            collections.append(1)
+
+    gc.callbacks.append(seen)
+    try:
+        for item in sampled:
+            before = len(collections)
+            c, t = time.thread_time(), time.perf_counter()
+            state = item.state
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
+            full.append(len(collections) > before)
+            assert len(state["messages"]) == item.step
+    finally:
+        gc.callbacks.remove(seen)
+    return wall, cpu, full
 
 
-def figures(times: tuple[list[float], list[float]]) -> dict[str, float]:
+def figures(times: tuple[list[float], list[float], list[bool]]) -> dict[str, float]:
     wall, cpu = sorted(times[0]), sorted(times[1])
+    alone = [t for t, full in zip(times[1], times[2], strict=True) if not full]
     return {
         "load": statistics.median(wall) * 1e3,
         "load_p99": wall[min(len(wall) - 1, int(len(wall) * 0.99))] * 1e3,
         "load_max": wall[-1] * 1e3,
         "cpu": statistics.median(cpu) * 1e3,
         "cpu_max": cpu[-1] * 1e3,
+        "cpu_max_alone": max(alone) * 1e3,
+        "full_gcs": sum(times[2]),
         "loaded": len(wall),
     }
 
@@ -220,7 +240,8 @@ def main() -> None:
         return (
             f"median {found['load']:.2f} ms, p99 {found['load_p99']:.2f} ms, worst "
             f"{found['load_max']:.2f} ms; CPU time median {found['cpu']:.2f} ms, worst "
-            f"{found['cpu_max']:.2f} ms"
+            f"{found['cpu_max']:.2f} ms, {found['cpu_max_alone']:.2f} ms leaving out the "
+            f"{found['full_gcs']} loads a full garbage collection of the process ran in"
         )
 
     print(
