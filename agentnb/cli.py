@@ -38,12 +38,17 @@ class _UsageError(Exception):
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def _open_store(db: str) -> Checkpointer:
-    """A ``postgresql://`` URL's server, or the SQLite file at ``db`` (created if missing)."""
+WORKER_CONNECTIONS = 4
+"""The most PostgreSQL connections one ``agentnb worker`` pools (fewer if --concurrency is)."""
+
+
+def _open_store(db: str, *, connections: int = 1) -> Checkpointer:
+    """A ``postgresql://`` URL's server (through a pool of ``connections``), or the SQLite
+    file at ``db`` (created if missing)."""
     if db.startswith(POSTGRES_SCHEMES):
         from agentnb.store.postgres import PostgresCheckpointer
 
-        return PostgresCheckpointer(db)
+        return PostgresCheckpointer(db, connections=connections)
     return SqliteCheckpointer(db)
 
 
@@ -602,7 +607,8 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.concurrency < 1:
         raise _UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
-    with _open_store(args.db) as store:
+    # Its runs' commits overlap on a few pooled connections (PostgreSQL; docs/postgres.md).
+    with _open_store(args.db, connections=min(args.concurrency, WORKER_CONNECTIONS)) as store:
         try:
             loaded = [load_workflow(target, store) for target in args.workflow]
             workflows = [w for w in loaded if isinstance(w, Workflow)]

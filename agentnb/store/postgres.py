@@ -30,13 +30,14 @@ one piece of code. What differs, and why:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from agentnb.errors import StoreError
 from agentnb.identity import IdentityProvider, check_provider
-from agentnb.store import postgres_claims
+from agentnb.store import postgres_claims, sql_steps
 from agentnb.store.dialect import Dialect
 from agentnb.store.postgres_claims import CHANNEL
 from agentnb.store.postgres_dialect import spell
@@ -49,9 +50,12 @@ from agentnb.store.postgres_locks import (
     reconnecting,
     waking,
 )
+from agentnb.store.postgres_pool import Connections
 from agentnb.store.postgres_schema import migrate
 from agentnb.store.postgres_session import Disconnected, Session, load_psycopg
 from agentnb.store.sql import SqlCheckpointer
+from agentnb.store.sql_rows import ENTRY
+from agentnb.store.writes import StepCommit
 
 if TYPE_CHECKING:
     import sqlite3
@@ -68,6 +72,13 @@ POSTGRES = Dialect(
 )
 """PostgreSQL's spelling: ``%s`` parameters, no index hints, its own claim and errors."""
 
+_STEP = spell(
+    f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? AND fence = ? "
+    "AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? FOR SHARE"
+)
+"""PostgreSQL's plain step (:meth:`PostgresCheckpointer._step`): the shared
+:data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked."""
+_WRITTEN = "SELECT 1 FROM entries WHERE run_id = %s AND seq = %s AND at = %s"
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 
 
@@ -98,6 +109,7 @@ class PostgresCheckpointer(SqlCheckpointer):
         synchronous_commit: str | None = None,
         connect_timeout: float = 10.0,
         reconnect_seconds: float = 30.0,
+        connections: int = 1,
         identity: IdentityProvider | None = None,
     ) -> None:
         if synchronous_commit is not None and synchronous_commit not in SYNCHRONOUS_COMMIT:
@@ -109,29 +121,44 @@ class PostgresCheckpointer(SqlCheckpointer):
         if provider is not None:
             self.identity = provider
         self.synchronous = synchronous_commit or "server"
-        self._lock = threading.RLock()
         self._local = threading.local()
         self._machines: SqliteMachineStore | None = None
         self._listener: postgres_claims.Listener | None = None
         self._closed = True
-        self._session = Session(
-            dsn, reconnect_seconds=reconnect_seconds, connect_timeout=connect_timeout
+        self._connections = Connections(
+            dsn,
+            size=connections,
+            reconnect_seconds=reconnect_seconds,
+            connect_timeout=connect_timeout,
+            settings={}
+            if synchronous_commit is None
+            else {"synchronous_commit": synchronous_commit},
         )
-        self.dsn = self._session.where
+        self.dsn = self._connections.where
         self.path = self.dsn  # what the shared messages name
         try:
-            if synchronous_commit is not None:
-                self._session.raw(
-                    "SELECT set_config('synchronous_commit', %s, false)", (synchronous_commit,)
-                )
-            migrate(self._session)
+            with self._connections.using():
+                migrate(self._session)
         except BaseException:
-            self._session.close()
+            self._connections.close()
             raise
         self._closed = False
 
     def __repr__(self) -> str:
         return f"<PostgresCheckpointer {self.dsn!r}>"
+
+    @property
+    def _session(self) -> Session:
+        """The session of this call (see :mod:`agentnb.store.postgres_pool`)."""
+        return self._connections.session
+
+    @property
+    def _lock(self) -> threading.RLock:  # type: ignore[override]
+        return self._connections.lock
+
+    def _using(self) -> AbstractContextManager[None]:
+        """Around one call: the connection it holds (pooled) until it returns."""
+        return self._connections.using()
 
     @property
     def _db(self) -> sqlite3.Connection:  # type: ignore[override]
@@ -217,10 +244,10 @@ class PostgresCheckpointer(SqlCheckpointer):
             return rows
 
     def close(self) -> None:
-        with self._lock:
+        with self._connections.lock:
             if not self._closed:
                 self._closed = True
-                self._session.close()
+                self._connections.close()
                 if self._listener is not None:
                     self._listener.close()
 
@@ -233,7 +260,7 @@ class PostgresCheckpointer(SqlCheckpointer):
     get_run = for_run(SqlCheckpointer.get_run)
     list_runs = reconnecting(SqlCheckpointer.list_runs)
     acquire = for_run(SqlCheckpointer.acquire)
-    commit = for_run(SqlCheckpointer.commit)
+    _commit_step = for_run(SqlCheckpointer.commit)
     release = for_run(SqlCheckpointer.release)
     save_write = for_run(SqlCheckpointer.save_write)
     pending_writes = for_run(SqlCheckpointer.pending_writes)
@@ -243,6 +270,47 @@ class PostgresCheckpointer(SqlCheckpointer):
     renew = keyed(SHARED, SqlCheckpointer.renew)
     claim_timers = keyed(None, SqlCheckpointer.claim_timers)
     release_timers = keyed(None, SqlCheckpointer.release_timers)
+
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
+        # The common step in one round trip (see _step); the rest — a lease to renew or
+        # give up, a status change, a superstep's tables — in the shared transaction.
+        with self._using():
+            if sql_steps.plain(change):
+                while True:
+                    try:
+                        if self._step(run_id, fence, change, lease_seconds):
+                            return
+                        break
+                    except Disconnected:
+                        self._reconnect()
+            self._commit_step(run_id, fence, change, lease_seconds=lease_seconds)
+
+    def _step(self, run_id: str, fence: int, change: StepCommit, lease_seconds: float) -> bool:
+        """Write a plain step (:func:`~agentnb.store.sql_steps.plain`) as one statement, its
+        own transaction: one round trip instead of three (``BEGIN`` with the run's locks,
+        the write, ``COMMIT``), a prepared statement after the first few steps.
+
+        No advisory lock is needed for it: the statement locks the run's row (``FOR
+        SHARE``) as it checks the fence, so a transaction changing that row — another
+        worker's lease, a decision, a deletion — is either done before (then the check
+        sees its change and nothing is written) or waits until this commits. False when
+        the entry was not written (the lease has less than half its time left, or is
+        lost): the shared transaction decides. A connection lost with the statement in
+        flight is in doubt: the entry itself says whether it committed (its run, number
+        and time are this process's; nobody else writes them while it holds the lease)."""
+        now = time.time()
+        row = sql_steps.entry(run_id, change, now)
+        with self._lock:
+            self._check_open()
+            session = self._session
+            try:
+                done = session.raw(_STEP, (*row, run_id, fence, now + lease_seconds / 2))
+            except Disconnected:
+                session.reconnect()
+                if session.raw(_WRITTEN, (run_id, row[1], row[6])).fetchone() is not None:
+                    return True
+                raise
+            return bool(done.rowcount)
 
     # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
 
@@ -255,16 +323,7 @@ class PostgresCheckpointer(SqlCheckpointer):
         import asyncio
 
         if self._listener is None:
-            session = self._session
-            self._listener = postgres_claims.Listener(
-                lambda: (
-                    Session(
-                        session.dsn,
-                        reconnect_seconds=session.reconnect_seconds,
-                        connect_timeout=session.connect_timeout,
-                    ).conn
-                )
-            )
+            self._listener = postgres_claims.Listener(self._connections.listening)
         listener = self._listener
         try:
             await asyncio.to_thread(listener.wait, timeout)

@@ -50,11 +50,12 @@ def reconnecting(method: _F) -> _F:
 
     @functools.wraps(method)
     def again(self: Any, *args: Any, **kwargs: Any) -> Any:
-        while True:
-            try:
-                return method(self, *args, **kwargs)
-            except Disconnected:
-                self._reconnect()
+        with self._using():  # pooled: the connection this call holds, again included
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except Disconnected:
+                    self._reconnect()
 
     return cast(_F, again)
 

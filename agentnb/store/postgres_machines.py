@@ -25,6 +25,7 @@ class PostgresMachineStore(SqliteMachineStore):
     def __init__(self, owner: PostgresCheckpointer) -> None:
         super().__init__(owner.dsn, owner._write, owner._read)
         self._reconnect = owner._reconnect
+        self._using = owner._using
 
     def __repr__(self) -> str:
         return f"<PostgresMachineStore in {self.path!r}>"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,7 +26,7 @@ from agentnb.store.postgres_dialect import spell
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Disconnected", "Session", "load_psycopg", "masked"]
+__all__ = ["Disconnected", "Session", "configure", "load_psycopg", "masked"]
 
 CONNECT_TIMEOUT = 10
 """Seconds a connection attempt waits for the server before it is a typed error."""
@@ -72,14 +72,30 @@ def _why(exc: Exception, *, malformed: bool = False) -> tuple[str, str]:
 
 
 class Session:
-    """One connection to PostgreSQL in autocommit mode; transactions are explicit."""
+    """One connection to PostgreSQL in autocommit mode; transactions are explicit.
 
-    def __init__(self, dsn: str, *, reconnect_seconds: float, connect_timeout: float) -> None:
+    ``settings`` (``set_config`` name to value) are applied to every connection the session
+    opens, a reconnection's too. With ``pool`` (a ``psycopg_pool.ConnectionPool`` opened by
+    :mod:`agentnb.store.postgres_pool`, which applies them), the connection is taken from
+    it and given back on :meth:`close`; a broken one is replaced by the pool.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        reconnect_seconds: float,
+        connect_timeout: float,
+        settings: Mapping[str, str] | None = None,
+        pool: Any = None,
+    ) -> None:
         self.dsn = dsn
         self.where = masked(dsn)
         self.reconnect_seconds = reconnect_seconds
         self.connect_timeout = connect_timeout
+        self.settings = dict(settings or {})
         self._pg = load_psycopg()
+        self._pool = pool
         self._conn: psycopg.Connection[Any] | None = None
         self.in_transaction = False
         self.reconnects = 0
@@ -87,6 +103,8 @@ class Session:
 
     def _connect(self) -> psycopg.Connection[Any]:
         pg = self._pg
+        if self._pool is not None:
+            return self._from_pool()
         try:
             conn: psycopg.Connection[Any] = pg.connect(
                 self.dsn,
@@ -100,6 +118,20 @@ class Session:
         except pg.OperationalError as exc:
             fact, fix = _why(exc)
             raise StoreUnavailable(self.where, fact, fix) from None
+        configure(conn, self.settings)
+        return conn
+
+    def _from_pool(self) -> psycopg.Connection[Any]:
+        from psycopg_pool import PoolTimeout
+
+        try:
+            conn: psycopg.Connection[Any] = self._pool.getconn(timeout=self.reconnect_seconds)
+        except PoolTimeout:
+            raise StoreUnavailable(
+                self.where,
+                f"no pooled connection came free or could be opened in {self.reconnect_seconds} s",
+                "check that the server is reachable, or give the store more connections",
+            ) from None
         return conn
 
     def reconnect(self) -> None:
@@ -171,8 +203,16 @@ class Session:
         return row is not None and row[0] == "committed"
 
     def close(self) -> None:
+        """Close the connection (give it back to the pool, which drops a broken one)."""
         if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
+            conn, self._conn = self._conn, None
+            if self._pool is not None:
+                self._pool.putconn(conn)
+            else:
+                conn.close()
+
+
+def configure(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+    """Apply ``settings`` to a new connection (session-wide, as ``SET`` would)."""
+    for name, value in settings.items():
+        conn.execute("SELECT set_config(%s, %s, false)", (name, value))

@@ -23,13 +23,24 @@ from agentnb.store.sql_rows import ENTRY, pack
 from agentnb.store.sql_tasks import settle
 from agentnb.store.writes import CheckpointWrite, StepCommit
 
-__all__ = ["acquire", "commit", "create_run", "entry", "release", "save_write"]
+__all__ = [
+    "FENCED_ENTRY",
+    "acquire",
+    "commit",
+    "create_run",
+    "entry",
+    "plain",
+    "release",
+    "save_write",
+]
 
-_FENCED_ENTRY = (
+FENCED_ENTRY = (
     f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
     "run_id = ? AND fence = ? AND lease_owner IS NOT NULL AND status = 'running' "
     "AND lease_expires > ?)"
 )
+"""The common step's one statement: its entry, if ``fence`` holds the lease with more than
+half of it left (parameters: the entry's, then run id, fence, and now + half the lease)."""
 _ENTRY_VALUES = f"{ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _LEASE = "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 WHERE run_id = ?"
 _SAVE_WRITE = (
@@ -129,6 +140,18 @@ def entry(run_id: str, change: StepCommit, now: float) -> Entry:
     return (run_id, events[-1].seq, change.step, change.node, body, pack(events), now, tasks, kind)
 
 
+def plain(change: StepCommit) -> bool:
+    """Whether ``change`` is the common step: the run stays running with its lease, and no
+    superstep table changes — so :data:`FENCED_ENTRY` alone writes it while the lease has
+    more than half its time left."""
+    return (
+        change.status == Status.RUNNING
+        and not change.release
+        and change.settles is None
+        and not change.holds
+    )
+
+
 def commit(
     db: sqlite3.Connection,
     run_id: str,
@@ -143,7 +166,7 @@ def commit(
     # Fast path, the common step: the run stays running and the lease has more than half
     # its time left, so the run's row does not change — one INSERT, fenced by a read of it.
     if change.status == Status.RUNNING and not change.release:
-        inserted = db.execute(_FENCED_ENTRY, (*row, run_id, fence, now + lease_seconds / 2))
+        inserted = db.execute(FENCED_ENTRY, (*row, run_id, fence, now + lease_seconds / 2))
         if inserted.rowcount:
             settle(db, run_id, change)
             return

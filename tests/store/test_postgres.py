@@ -16,6 +16,7 @@ import pytest
 import agentnb.store
 from agentnb import (
     END,
+    LeaseLost,
     PostgresCheckpointer,
     SchemaVersionError,
     StateGraph,
@@ -48,9 +49,11 @@ def new_run(store: PostgresCheckpointer, run_id: str = "r1") -> None:
     store.create_run(record, CheckpointWrite(0, "a", "{}"), [event])
 
 
-def step(store: PostgresCheckpointer, run_id: str, fence: int, n: int) -> None:
+def step(
+    store: PostgresCheckpointer, run_id: str, fence: int, n: int, status: Status = Status.RUNNING
+) -> None:
     event = Event(run_id, n + 1, n, "node_completed", "a", {"n": n}, time.time())
-    change = StepCommit(Status.RUNNING, "a", n, [event], CheckpointWrite(n, "a", f'{{"n":{n}}}'))
+    change = StepCommit(status, "a", n, [event], CheckpointWrite(n, "a", f'{{"n":{n}}}'))
     store.commit(run_id, fence, change, lease_seconds=30)
 
 
@@ -328,7 +331,7 @@ def _waiting_on_a_lock(conn: psycopg.Connection[Any]) -> bool:
 # -- a connection lost inside a transaction ---------------------------------------------------
 
 
-def test_a_step_cut_off_before_its_commit_is_run_again_once(
+def test_a_transaction_cut_off_before_its_commit_is_run_again_once(
     pg: PostgresCheckpointer, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     new_run(pg)
@@ -346,11 +349,123 @@ def test_a_step_cut_off_before_its_commit_is_run_again_once(
         return raw(sql, params)
 
     monkeypatch.setattr(session, "raw", cut_before_commit)
-    step(pg, "r1", fence, 1)
+    step(pg, "r1", fence, 1, Status.PENDING)  # a pause: the shared transaction
     assert cuts
     assert session.reconnects >= 1
     assert [c.step for c in pg.checkpoints("r1")] == [0, 1]
     assert [e.seq for e in pg.events("r1")] == [1, 2]
+    assert pg.get_run("r1").status == Status.PENDING
+
+
+def test_a_plain_step_is_one_statement_in_one_round_trip(
+    pg: PostgresCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_run(pg)
+    fence = pg.acquire("r1", new_owner()).fence
+    session = pg._session
+    sent: list[str] = []
+    for name in ("raw", "execute"):
+        send = getattr(session, name)
+        monkeypatch.setattr(
+            session,
+            name,
+            lambda sql, params=(), send=send: (sent.append(sql), send(sql, params))[1],
+        )
+    step(pg, "r1", fence, 1)
+    assert len(sent) == 1
+    assert sent[0].startswith("INSERT INTO entries")
+    assert "FOR SHARE" in sent[0]
+    assert pg.checkpoint("r1").state == {"n": 1}
+
+
+def _cut_in_flight(session: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Terminate the session's backend as its first plain step is sent."""
+    raw = session.raw
+    cuts: list[int] = []
+
+    def cut(sql: str, params: Any = ()) -> Any:
+        if "FOR SHARE" in sql and not cuts:
+            (pid,) = raw("SELECT pg_backend_pid()").fetchone()
+            cuts.append(pid)
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return raw(sql, params)
+
+    monkeypatch.setattr(session, "raw", cut)
+    return cuts
+
+
+def test_a_plain_step_cut_off_in_flight_is_written_once(
+    pg: PostgresCheckpointer, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_run(pg)
+    fence = pg.acquire("r1", new_owner()).fence
+    cuts = _cut_in_flight(pg._session, pg_dsn, monkeypatch)
+    step(pg, "r1", fence, 1)
+    assert cuts
+    assert pg._session.reconnects >= 1
+    assert [c.step for c in pg.checkpoints("r1")] == [0, 1]
+    assert [e.seq for e in pg.events("r1")] == [1, 2]
+
+
+def test_a_plain_step_whose_answer_was_lost_is_not_written_again(
+    pg: PostgresCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_run(pg)
+    fence = pg.acquire("r1", new_owner()).fence
+    session = pg._session
+    raw = session.raw
+    lost: list[str] = []
+
+    def lose_the_answer(sql: str, params: Any = ()) -> Any:
+        result = raw(sql, params)
+        if "FOR SHARE" in sql and not lost:
+            lost.append(sql)
+            raise Disconnected("the server's answer to the step never arrived")
+        return result
+
+    monkeypatch.setattr(session, "raw", lose_the_answer)
+    step(pg, "r1", fence, 1)  # committed: written again, its seq would be a duplicate key
+    step(pg, "r1", fence, 2)
+    assert lost
+    assert [c.step for c in pg.checkpoints("r1")] == [0, 1, 2]
+    assert [e.seq for e in pg.events("r1")] == [1, 2, 3]
+
+
+def test_a_plain_step_racing_a_takeover_is_refused_once_the_takeover_commits(
+    pg: PostgresCheckpointer, pg_dsn: str
+) -> None:
+    new_run(pg)
+    fence = pg.acquire("r1", new_owner()).fence
+    outcome: list[BaseException | None] = []
+    with psycopg.connect(pg_dsn) as other:  # another worker's lease, not committed yet
+        other.execute("UPDATE runs SET fence = fence + 1, lease_owner = 'b' WHERE run_id = 'r1'")
+        stepping = threading.Thread(target=lambda: outcome.append(_try_step(pg, fence)))
+        stepping.start()
+        deadline = time.monotonic() + 30
+        while not _waiting_on_a_row(other) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _waiting_on_a_row(other)  # the step waits for the row it checks
+        other.commit()
+    stepping.join(timeout=30)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], LeaseLost)
+    assert [c.step for c in pg.checkpoints("r1")] == [0]
+
+
+def _try_step(pg: PostgresCheckpointer, fence: int) -> BaseException | None:
+    try:
+        step(pg, "r1", fence, 1)
+    except BaseException as exc:  # the thread reports it to the test
+        return exc
+    return None
+
+
+def _waiting_on_a_row(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype IN ('transactionid', 'tuple') AND NOT granted"
+    ).fetchone()
+    return row is not None and row[0] > 0
 
 
 def test_a_commit_whose_answer_was_lost_is_not_run_again(
