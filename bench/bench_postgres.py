@@ -14,7 +14,9 @@ server the way the tests do (agentnb.testing.ThrowawayPostgres: initdb in a temp
   per-step cost of choosing PostgreSQL;
 * µs per step in memory (the runtime's own cost, which every backend pays on top of its
   writes), and so the store's own share of a step against the floor;
-* ms per decision (``decide`` on a pending run) and the approvals one connection sustains.
+* ms per decision (``decide`` on a pending run) and the approvals one connection sustains;
+* round trips to the server per step, counted from libpq's protocol trace (the floor: 3,
+  ``BEGIN``, ``INSERT``, ``COMMIT``).
 
 Goal: ≤ 1.5x the psycopg floor per durable step.
 """
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
+from psycopg import pq  # noqa: E402
 
 from agentnb import (  # noqa: E402
     MemoryCheckpointer,
@@ -120,6 +123,24 @@ def sqlite_floor(folder: Path) -> Callable[[], float]:
     return measure
 
 
+def round_trips(dsn: str) -> float:
+    """Messages that wait for the server's answer (``Query``, ``Sync``) per step of a run."""
+    store = PostgresCheckpointer(dsn)
+    wf = chain(store)
+    wf.start({"count": 0, "messages": []}).run()  # warm-up: statements prepared
+    run = wf.start({"count": 0, "messages": []})
+    with tempfile.TemporaryFile("w+") as trace:
+        conn = store._session.conn
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        run.run()
+        conn.pgconn.untrace()
+        trace.seek(0)
+        sent = [line.split("\t")[2] for line in trace if line.startswith("F\t")]
+    store.close()
+    return sum(1 for kind in sent if kind.startswith(("Query", "Sync"))) / NODES
+
+
 def decision(dsn: str) -> Callable[[], float]:
     store = PostgresCheckpointer(dsn)
     wf = build_refund_workflow(store)
@@ -172,6 +193,7 @@ def main() -> None:
             )
             runtime = median_of(store_step(MemoryCheckpointer))
             decide_ms = median_of(decision(schema(cluster, "bench_decide")))
+            trips = round_trips(schema(cluster, "bench_trips"))
     finally:
         cluster.remove()
 
@@ -198,6 +220,7 @@ def main() -> None:
         f"  decide on PostgreSQL: {decide_ms:.2f} ms ({1000 / decide_ms:.0f} decisions/s per connection)"
     )
     print(f"  one connection sustains ~{1e6 / durable:.0f} durable steps/s")
+    print(f"  round trips per step: {trips:.2f} (the floor: 3, BEGIN, INSERT, COMMIT)")
 
 
 if __name__ == "__main__":

@@ -561,3 +561,14 @@ def test_a_cancelled_wait_leaves_its_wake_up_for_the_next(pg: PostgresCheckpoint
 
     asyncio.run(cancel_one())
     assert listener.wait(30) is True  # at once: what the cancelled wait heard is not lost
+
+
+def test_the_store_keeps_its_commit_level_on_a_connection_it_reopened(pg_dsn: str) -> None:
+    with PostgresCheckpointer(pg_dsn, synchronous_commit="off") as store:
+        (pid,) = store._session.raw("SELECT pg_backend_pid()").fetchone()
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        assert store.list_runs() == []  # reconnects
+        assert store._session.reconnects >= 1
+        (level,) = store._session.raw("SHOW synchronous_commit").fetchone()
+        assert level == "off"
