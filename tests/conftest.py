@@ -25,7 +25,9 @@ from agentnb._aio import run_sync
 from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.testing import ThrowawayPostgres
 
-BACKENDS = ["memory", "sqlite", "postgres"]
+BACKENDS = ["memory", "sqlite", "postgres", "postgres-pool"]
+"""``postgres-pool``: the PostgreSQL store with a pool of connections (``connections=3``),
+each call on one it holds, as a worker driving runs concurrently has it."""
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Checkpointer:
@@ -35,6 +37,8 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Che
         return SqliteCheckpointer(tmp_path / "runs.sqlite3")
     if kind == "postgres":
         return PostgresCheckpointer(request.getfixturevalue("pg_dsn"))
+    if kind == "postgres-pool":
+        return PostgresCheckpointer(request.getfixturevalue("pg_dsn"), connections=3)
     raise AssertionError(kind)
 
 

@@ -13,6 +13,11 @@ one piece of code. What differs, and why:
   commit in parallel, while everything read and changed in one run's transaction — the
   pending row, its policy, its fence — stays as it was checked until the commit. A
   decision is still one conditional ``UPDATE`` of the pending row in that transaction.
+  The common step is one statement in one round trip, its row lock standing in for the
+  run's (:meth:`PostgresCheckpointer._step`).
+* **Connections.** One by default; ``connections=N`` pools up to N for calls made from
+  several threads at once — a :class:`~agentnb.Worker`'s runs
+  (:mod:`agentnb.store.postgres_pool`).
 * **Durability.** ``synchronous_commit`` is the server's (``on`` unless configured);
   ``synchronous_commit="off"`` makes steps cheaper (a server crash may lose the last few,
   never corrupt) while decisions, refusals and the effects ledger are always committed
@@ -92,6 +97,9 @@ class PostgresCheckpointer(SqlCheckpointer):
         connect_timeout: seconds a connection attempt may take before
             :class:`~agentnb.errors.StoreUnavailable`.
         reconnect_seconds: how long a lost connection is retried (with backoff).
+        connections: how many connections the store may open: 1 (calls take turns on
+            one), or a pool of up to N for calls from several threads at once (a worker
+            driving runs concurrently; ``agentnb worker`` uses ``min(concurrency, 4)``).
         identity: who this process is, as for :class:`~agentnb.store.sqlite.SqliteCheckpointer`.
 
     Example:

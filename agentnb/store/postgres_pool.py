@@ -119,6 +119,8 @@ class Connections:
         if self._pool is None or getattr(self._local, "session", None) is not None:
             yield
             return
+        if self._pool.closed:
+            raise StoreError(f"the checkpointer for {self.where} is closed; open a new one")
         session = self._session(self.dsn, pool=self._pool)
         self._local.session = session
         try:

@@ -18,6 +18,7 @@ transactions:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -85,6 +86,10 @@ class SqlCheckpointer(Checkpointer):
 
     def _write(self, *, durable: bool = False) -> AbstractContextManager[sqlite3.Connection]:
         raise NotImplementedError
+
+    def _using(self) -> AbstractContextManager[None]:
+        """Around one call: the connection it holds (a pooled backend's), else nothing."""
+        return contextlib.nullcontext()
 
     def _write_run(self, run_id: str | None) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction for ``run_id`` (None: no run's)."""

@@ -21,10 +21,11 @@ def kinds(store: Checkpointer, run_id: str) -> dict[int, str]:
     if isinstance(store, MemoryCheckpointer):
         return {step: row.kind for step, row in sorted(store._checkpoints[run_id].items())}
     assert isinstance(store, SqlCheckpointer)
-    rows = store._db.execute(
-        "SELECT step, kind FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
-        (run_id,),
-    ).fetchall()
+    with store._using():  # a pooled store's connection, held for this read
+        rows = store._db.execute(
+            "SELECT step, kind FROM entries WHERE run_id = ? AND state IS NOT NULL ORDER BY seq",
+            (run_id,),
+        ).fetchall()
     return {step: kind or SNAPSHOT for step, kind in rows}
 
 
