@@ -13,28 +13,15 @@ import psycopg
 import pytest
 
 from agentnb import PostgresCheckpointer, StateGraph, Status, StoreError, Worker
-from agentnb.store.base import CheckpointWrite, StepCommit, new_owner
+from agentnb.store.base import new_owner
 from agentnb.store.postgres_locks import run_lock
-from agentnb.store.records import Event, RunRecord
+from tests.store.test_postgres import _waiting_on_a_lock, new_run, step
 
 
 @pytest.fixture
 def pooled(pg_dsn: str) -> Iterator[PostgresCheckpointer]:
     with PostgresCheckpointer(pg_dsn, connections=3) as store:
         yield store
-
-
-def new_run(store: PostgresCheckpointer, run_id: str) -> None:
-    now = time.time()
-    record = RunRecord(run_id, "g", "s", Status.RUNNING, "a", 0, 1, 50, now, now)
-    event = Event(run_id, 1, 0, "run_started", "a", {}, now)
-    store.create_run(record, CheckpointWrite(0, "a", "{}"), [event])
-
-
-def step(store: PostgresCheckpointer, run_id: str, fence: int, n: int) -> None:
-    event = Event(run_id, n + 1, n, "node_completed", "a", {"n": n}, time.time())
-    change = StepCommit(Status.RUNNING, "a", n, [event], CheckpointWrite(n, "a", f'{{"n":{n}}}'))
-    store.commit(run_id, fence, change, lease_seconds=30)
 
 
 @pytest.mark.parametrize("connections", [0, -1, 1.5, True, "4"])
@@ -75,13 +62,6 @@ def test_a_call_waiting_on_the_server_does_not_hold_up_another_runs_steps(
     assert not waiting.is_alive()
     assert pooled.checkpoint("free").state == {"n": 5}
     assert pooled.get_run("held").lease_owner is not None
-
-
-def _waiting_on_a_lock(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-    ).fetchone()
-    return row is not None and row[0] > 0
 
 
 def test_a_worker_driving_many_runs_uses_at_most_the_pools_connections(pg_dsn: str) -> None:
