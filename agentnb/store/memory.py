@@ -24,7 +24,7 @@ from agentnb.errors import (
     RunNotFound,
     StoreError,
 )
-from agentnb.store import chains, memory_decisions
+from agentnb.store import chains, memory_decisions, memory_retention
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
@@ -57,10 +57,6 @@ from agentnb.store.records import (
 )
 from agentnb.store.retention import (
     Pruned,
-    check_deletable,
-    cutoff,
-    prunable_statuses,
-    selected,
 )
 
 __all__ = ["MemoryCheckpointer"]
@@ -436,26 +432,8 @@ class MemoryCheckpointer(Checkpointer):
             saved = sorted(self._checkpoints[run_id].items())
         return [CheckpointInfo(run_id, step, row.node, row.at) for step, row in saved]
 
-    def _delete(self, run_id: str, include_audit: bool) -> int:
-        """Delete ``run_id`` (the caller holds the lock and has checked it)."""
-        del self._runs[run_id]
-        for per_run in (self._checkpoints, self._events, self._policies, self._held):
-            per_run.pop(run_id, None)
-        for write in [k for k in self._writes if k[0] == run_id]:
-            del self._writes[write]
-        for key in [k for k, (effect, _) in self._effects.items() if effect.run_id == run_id]:
-            del self._effects[key]
-        if not include_audit:
-            return 0
-        kept = [d for d in self._decisions if d.run_id != run_id]
-        deleted = len(self._decisions) - len(kept)
-        self._decisions = kept
-        return deleted
-
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        with self._lock:
-            check_deletable(self._get(run_id))
-            return Pruned((run_id,), self._delete(run_id, include_audit))
+        return memory_retention.delete_run(self, run_id, include_audit)
 
     def prune(
         self,
@@ -464,17 +442,4 @@ class MemoryCheckpointer(Checkpointer):
         status: Status | str | None = None,
         include_audit: bool = False,
     ) -> Pruned:
-        until = cutoff(before)
-        statuses = prunable_statuses(status)
-        with self._lock:
-            self._check_open()
-            chosen = sorted(
-                (r for r in self._runs.values() if selected(r, statuses, until)),
-                key=lambda r: r.created_at,
-            )
-            audit = sum(self._delete(r.run_id, include_audit) for r in chosen)
-            if include_audit:  # and the audit kept by earlier prunes, now old enough
-                kept = [d for d in self._decisions if d.at >= until or d.run_id in self._runs]
-                audit += len(self._decisions) - len(kept)
-                self._decisions = kept
-        return Pruned(tuple(r.run_id for r in chosen), audit)
+        return memory_retention.prune(self, before, status, include_audit)
