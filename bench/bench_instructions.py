@@ -1,0 +1,109 @@
+"""Instructions per step under callgrind: the step's cost, repeatable on a noisy machine.
+
+Wall-clock figures on a shared box move by 20 % between runs; instruction counts move by
+well under 1 %. This runs a 2,200-node chain and a 200-node chain under ``valgrind
+--tool=callgrind`` (in a fresh interpreter each) and prints
+
+    (instructions of the long run - instructions of the short one) / 2,000
+
+both on the same 2,200-node graph (its entry routes the short run to the node 200 before the end), so
+start-up, imports, building the graph and creating the run cancel out and what is left is the steady
+step: in memory and on SQLite at ``synchronous=NORMAL`` (SQLite's own instructions
+included; an fsync costs no instructions, so FULL is left to ``bench_runtime.py``).
+
+Run with ``python bench/bench_instructions.py`` (needs ``valgrind``); ``--code DIR`` runs
+another checkout's ``agentnb`` (e.g. ``git archive main``, unpacked) to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+LONG, SHORT = 2200, 200
+
+
+def chain_run(store_kind: str, nodes: int, folder: str) -> None:
+    """The measured program: run the last ``nodes`` nodes of a ``LONG``-node chain (the
+    graph is the same size either way, so building it cancels out too)."""
+    from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph
+
+    store: object
+    if store_kind == "memory":
+        store = MemoryCheckpointer()
+    else:
+        store = SqliteCheckpointer(os.path.join(folder, f"chain{nodes}.sqlite3"))
+    g = StateGraph("chain")
+    for i in range(LONG):
+        g.add_node(f"n{i}", lambda state, i=i: {"count": i, "last": f"n{i}"})
+    for i in range(LONG - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}")
+    first = f"n{LONG - nodes}"
+    g.add_node("enter", lambda state: None)
+    g.set_entry_point("enter")
+    g.add_conditional_edges("enter", lambda state: state["first"], ["n0", first])
+    workflow = g.compile(store, max_steps=LONG + 2)  # type: ignore[arg-type]
+    run = workflow.start({"count": 0, "messages": [], "first": first})
+    run.run()
+    assert run.status == "completed", run.status
+
+
+def instructions(code: Path, store_kind: str, nodes: int, folder: Path) -> int:
+    out = folder / f"cg.{store_kind}.{nodes}.out"
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
+        "from bench_instructions import chain_run; "
+        "chain_run(sys.argv[3], int(sys.argv[4]), sys.argv[5])"
+    )
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-c",
+            program,
+            str(Path(__file__).resolve().parent),
+            str(code),
+            store_kind,
+            str(nodes),
+            str(folder),
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    assert match is not None, f"no totals in {out}"
+    return int(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the checkout whose agentnb is measured (default: this one)",
+    )
+    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed: apt-get install valgrind")
+    code = args.code.resolve()
+    print(f"instructions per step (callgrind), {LONG} - {SHORT} nodes, agentnb from {code}")
+    for kind in args.stores.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            long = instructions(code, kind, LONG, Path(tmp))
+            short = instructions(code, kind, SHORT, Path(tmp))
+        print(f"{kind:<8}{(long - short) / (LONG - SHORT):>12,.0f} instructions/step")
+
+
+if __name__ == "__main__":
+    main()
