@@ -1,15 +1,15 @@
 """Instructions per step under callgrind: the step's cost, repeatable on a noisy machine.
 
 Wall-clock figures on a shared box move by 20 % between runs; instruction counts move by
-well under 1 %. This runs a 2,200-node chain and a 200-node chain under ``valgrind
---tool=callgrind`` (in a fresh interpreter each) and prints
+well under 1 %. This runs 2,200 and 200 steps of one 2,200-node chain (its entry routes
+the short run to the node 200 before the end) under ``valgrind --tool=callgrind``, in a
+fresh interpreter each, and prints
 
     (instructions of the long run - instructions of the short one) / 2,000
 
-both on the same 2,200-node graph (its entry routes the short run to the node 200 before the end), so
-start-up, imports, building the graph and creating the run cancel out and what is left is the steady
-step: in memory and on SQLite at ``synchronous=NORMAL`` (SQLite's own instructions
-included; an fsync costs no instructions, so FULL is left to ``bench_runtime.py``).
+so start-up, imports, building the graph and creating the run cancel out and what is
+left is the steady step: in memory and on SQLite at ``synchronous=NORMAL`` (SQLite's own
+instructions included; an fsync costs none, so FULL is left to ``bench_runtime.py``).
 
 Run with ``python bench/bench_instructions.py`` (needs ``valgrind``); ``--code DIR`` runs
 another checkout's ``agentnb`` (e.g. ``git archive main``, unpacked) to compare.
