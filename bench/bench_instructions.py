@@ -9,7 +9,8 @@ fresh interpreter each, and prints
 
 so start-up, imports, building the graph and creating the run cancel out and what is
 left is the steady step: in memory and on SQLite at ``synchronous=NORMAL`` (SQLite's own
-instructions included; an fsync costs none, so FULL is left to ``bench_runtime.py``).
+instructions included; an fsync costs none, so FULL is left to ``bench_runtime.py``), and for the
+durable step's floor (plain sqlite3, one INSERT + COMMIT per step, as in bench_runtime).
 
 Run with ``python bench/bench_instructions.py`` (needs ``valgrind``); ``--code DIR`` runs
 another checkout's ``agentnb`` (e.g. ``git archive main``, unpacked) to compare.
@@ -32,6 +33,9 @@ LONG, SHORT = 2200, 200
 def chain_run(store_kind: str, nodes: int, folder: str) -> None:
     """The measured program: run the last ``nodes`` nodes of a ``LONG``-node chain (the
     graph is the same size either way, so building it cancels out too)."""
+    if store_kind == "floor":
+        floor_run(nodes, folder)
+        return
     from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph
 
     store: object
@@ -52,6 +56,25 @@ def chain_run(store_kind: str, nodes: int, folder: str) -> None:
     run = workflow.start({"count": 0, "messages": [], "first": first})
     run.run()
     assert run.status == "completed", run.status
+
+
+def floor_run(nodes: int, folder: str) -> None:
+    """bench_runtime's durable-step floor: plain sqlite3, one INSERT + COMMIT per step of
+    a similar checkpoint row, same pragmas."""
+    import json
+    import sqlite3
+
+    db = sqlite3.connect(os.path.join(folder, f"floor{nodes}.sqlite3"), isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    db.execute("CREATE TABLE cp (run TEXT, step INT, state TEXT, PRIMARY KEY (run, step))")
+    for i in range(nodes):
+        state = json.dumps({"count": i, "last": f"n{i}", "messages": []})
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO cp VALUES (?, ?, ?)", ("r", i, state))
+        db.execute("COMMIT")
+    db.close()
 
 
 def instructions(code: Path, store_kind: str, nodes: int, folder: Path) -> int:
@@ -92,17 +115,25 @@ def main() -> None:
         default=Path(__file__).resolve().parents[1],
         help="the checkout whose agentnb is measured (default: this one)",
     )
-    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated")
+    parser.add_argument(
+        "--stores",
+        default="memory,sqlite,floor",
+        help="comma-separated: memory, sqlite, floor (plain sqlite3, as bench_runtime's)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed: apt-get install valgrind")
     code = args.code.resolve()
     print(f"instructions per step (callgrind), {LONG} - {SHORT} nodes, agentnb from {code}")
+    per_step: dict[str, float] = {}
     for kind in args.stores.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             long = instructions(code, kind, LONG, Path(tmp))
             short = instructions(code, kind, SHORT, Path(tmp))
-        print(f"{kind:<8}{(long - short) / (LONG - SHORT):>12,.0f} instructions/step")
+        per_step[kind] = (long - short) / (LONG - SHORT)
+        print(f"{kind:<8}{per_step[kind]:>12,.0f} instructions/step")
+    if "sqlite" in per_step and "floor" in per_step:
+        print(f"sqlite / floor: {per_step['sqlite'] / per_step['floor']:.2f}x")
 
 
 if __name__ == "__main__":
