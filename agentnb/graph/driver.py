@@ -54,6 +54,39 @@ class Driver(Fanout):
     """Drives one run for the duration of one call, from ``position`` on."""
 
     async def drive(self, max_supersteps: int | None) -> AsyncIterator[Event | Emitted]:
+        """Drive up to ``max_supersteps`` (``None``: to the next pause or the end), handing
+        on every event (and, when streaming live, what nodes emit) as it happens."""
+        record = await self._begin(max_supersteps)
+        try:
+            if record is not None:
+                async for event in self._loop(record, max_supersteps):
+                    yield event
+        finally:
+            await self._end()
+
+    async def run_through(
+        self, max_supersteps: int | None, events: list[Event] | None = None
+    ) -> None:
+        """:meth:`drive` for a caller that reads nothing as it happens (``run.run()``,
+        ``run.step()``): one async generator less for every event to pass. The events go
+        to ``events`` when given."""
+        record = await self._begin(max_supersteps)
+        try:
+            if record is None:
+                return
+            if events is None:
+                async for _ in self._loop(record, max_supersteps):
+                    pass
+            else:
+                async for event in self._loop(record, max_supersteps):
+                    if isinstance(event, Event):
+                        events.append(event)
+        finally:
+            await self._end()
+
+    async def _begin(self, max_supersteps: int | None) -> RunRecord | None:
+        """Take the run's lease and catch up with its row; ``None`` if nothing can run (the
+        lease, taken anyway, is given back by :meth:`_end`)."""
         wf = self.workflow
         record = await self.store.aacquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
         self.fence = record.fence
@@ -68,14 +101,13 @@ class Driver(Fanout):
         self.start = dataclasses.replace(self.start, record=record)
         self._seqs = itertools.count(record.seq + 1)
         self.stepping = max_supersteps == 1
-        try:
-            if record.status == Status.PENDING or record.status.finished:
-                return
-            async for event in self._loop(record, max_supersteps):
-                yield event
-        finally:
-            if not self.released:
-                await self.store.arelease(self.run_id, self.fence)
+        if record.status == Status.PENDING or record.status.finished:
+            return None
+        return record
+
+    async def _end(self) -> None:
+        if not self.released:
+            await self.store.arelease(self.run_id, self.fence)
 
     async def _loop(
         self, record: RunRecord, max_supersteps: int | None

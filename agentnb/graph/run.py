@@ -247,8 +247,9 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         from agentnb.graph.driver import Driver
 
         driver = Driver(self.workflow, self.owner, self._position())
+        events: list[Event] = []
         try:
-            events = [e async for e in driver.drive(1) if isinstance(e, Event)]
+            await driver.run_through(1, events)
         finally:
             self._adopt(driver.position)
         started = [e for e in events if e.type == EventType.NODE_START]
@@ -280,8 +281,13 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
 
     async def arun(self) -> Run:
         """Drive the run until it pauses for approval or finishes; returns this run."""
-        async for _ in self._drive(max_nodes=None):
-            pass
+        from agentnb.graph.driver import Driver
+
+        driver = Driver(self.workflow, self.owner, self._position())
+        try:
+            await driver.run_through(None)
+        finally:
+            self._adopt(driver.position)
         return self
 
     def run(self) -> Run:
