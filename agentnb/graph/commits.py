@@ -13,7 +13,7 @@ import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentnb._json import dumps, loads
 from agentnb.errors import (
@@ -267,13 +267,17 @@ class Committer:
         """Merge one task's delta; on any failure the run fails with its state intact."""
         try:
             return apply_delta(state, delta, self.workflow.reducers if reduce else {})
-        except InvalidState as exc:
+        except Exception as exc:
+            await self._merge_failed(node, step, exc)
+
+    async def _merge_failed(self, node: str, step: int, exc: Exception) -> NoReturn:
+        """Fail the run for a delta that would not merge (``exc``), and raise its error."""
+        if isinstance(exc, InvalidState):
             await self._fail(node, step, exc)
-            raise
-        except Exception as exc:  # a custom reducer raised
-            error = NodeFailed(self.run_id, node, step, exc)
-            await self._fail(node, step, error)
-            raise error from exc
+            raise exc
+        error = NodeFailed(self.run_id, node, step, exc)  # a custom reducer raised
+        await self._fail(node, step, error)
+        raise error from exc
 
     async def _route(
         self,

@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 import itertools
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import dumps, loads
@@ -28,7 +28,7 @@ from agentnb.errors import (
 )
 from agentnb.graph.builder import END
 from agentnb.graph.questions import Asked
-from agentnb.graph.state import append, json_copy
+from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Frontier, Task, plan
@@ -48,6 +48,7 @@ node is synchronous (and other tasks, like a widget's, keep running)."""
 
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
+_NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
 
 
 class Driver(Fanout):
@@ -131,18 +132,20 @@ class Driver(Fanout):
         if single is not None or (frontier is not None and not (frontier.nodes or frontier.sends)):
             node, frontier = single or END, None
         before, after_nodes = wf.interrupts_before, wf.interrupts_after
+        reducers, appends = wf.reducers, wf.appends
         executed = 0
         last_yield = time.monotonic()
         try:
             while True:
                 if frontier is None:
-                    tasks: tuple[Task, ...] = () if node == END else (wf.plain[node],)
+                    tasks: tuple[Task, ...] = () if node == END else wf.plain[node]
                     gated = node if node in before else None
                 else:
                     tasks = plan(wf, frontier)
                     gated = next((t.node for t in tasks if t.node in before), None)
-                held: list[Task] = []
-                self.edits = {}
+                held: Sequence[Task] = ()
+                if self.edits:
+                    self.edits = {}
                 if gated is not None and len(tasks) > 1:
                     # An interrupt holds its own task; the others run meanwhile. Each held
                     # task is approved on its own (its row in the store says whether).
@@ -211,9 +214,12 @@ class Driver(Fanout):
                         return
                     self.ran[node] = delta
                     reduce = node not in wf.nested  # a subgraph merged its keys already
-                    if reduce and wf.reducers:
-                        appended = _appended(delta, wf.reducers)
-                    new_state = await self._merge_one(node, step, state, delta, reduce)
+                    if reduce and appends and not appends.isdisjoint(delta):
+                        appended = _appended(delta, appends)
+                    try:
+                        new_state = apply_delta(state, delta, reducers if reduce else _NONE)
+                    except Exception as exc:
+                        await self._merge_failed(node, step, exc)
                     simple = wf.simple_next.get(node)
                     if simple is None:
                         new_frontier, leads = await self._route(tasks, step, new_state, ())
@@ -321,11 +327,11 @@ class Driver(Fanout):
             raise
 
 
-def _appended(delta: Mapping[str, Any], reducers: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """What the ``append`` reducer adds to each of its keys in ``delta`` (a checked JSON
-    delta: a list is its items, anything else one item)."""
+def _appended(delta: Mapping[str, Any], appends: frozenset[str]) -> dict[str, list[Any]]:
+    """What the ``append`` reducer adds to each of its keys (``appends``) in ``delta`` (a
+    checked JSON delta: a list is its items, anything else one item)."""
     return {
         key: value if isinstance(value, list) else [value]
         for key, value in delta.items()
-        if reducers.get(key) is append
+        if key in appends
     }

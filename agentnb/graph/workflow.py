@@ -17,7 +17,7 @@ from agentnb._listeners import Listeners
 from agentnb.errors import AgentnbError, DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
-from agentnb.graph.state import Reducer
+from agentnb.graph.state import Reducer, append
 from agentnb.identity import Identity, IdentityProvider, check_provider, vouched
 from agentnb.store.base import Checkpointer, check_decision
 from agentnb.store.policy import ApproverPolicy, PolicyCheck
@@ -94,7 +94,10 @@ class Workflow(Drawable):
         """Each node's declaration index: the merge order of a superstep."""
         from agentnb.graph.superstep import Task
 
-        self.plain: Mapping[str, Task] = {name: Task(name, name) for name in self.nodes}
+        self.plain: Mapping[str, tuple[Task]] = {name: (Task(name, name),) for name in self.nodes}
+        """Each node's superstep when it runs alone (a linear run's): built once, not per step."""
+        self.appends = frozenset(k for k, r in self.reducers.items() if r is append)
+        """The keys the ``append`` reducer merges."""
         self.nested = frozenset(n for n, spec in self.nodes.items() if spec.subgraph is not None)
         self.direct = frozenset(
             n for n, spec in self.nodes.items() if not spec.guarded and spec.subgraph is None
