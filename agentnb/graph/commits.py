@@ -29,7 +29,7 @@ from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.streams import Live
 from agentnb.graph.subgraph import ChildPaused
 from agentnb.graph.superstep import Frontier, Task, advance
-from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
+from agentnb.store.base import Checkpointer, CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.chains import Chain
 from agentnb.store.records import Event, EventType, RunRecord, Status
 
@@ -67,6 +67,9 @@ class Committer:
     def __init__(self, workflow: Workflow, owner: str, position: Position) -> None:
         self.workflow = workflow
         self.store = workflow.checkpointer
+        # A store's own acommit (a truly async one) is awaited; the stock twin is skipped
+        # when it would call commit on this thread anyway (Checkpointer.direct).
+        self._stock_acommit = type(self.store).acommit is Checkpointer.acommit
         self.owner = owner
         self.run_id = position.record.run_id
         self.start = position
@@ -118,9 +121,13 @@ class Committer:
         state: dict[str, Any] | None = None,
         frontier: Frontier | None = None,
     ) -> None:
-        await self.store.acommit(
-            self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds
-        )
+        store = self.store
+        if self._stock_acommit and store.direct():  # what acommit would do, minus 2 coroutines
+            store.commit(self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds)
+        else:
+            await store.acommit(
+                self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds
+            )
         self.released = change.release
         self.pending = []
         self.change = change

@@ -175,6 +175,13 @@ class Driving(ABC):
     loop goes on meanwhile; a store that never waits sets it false and its twins call them
     directly (no thread hop per step)."""
 
+    def direct(self) -> bool:
+        """Whether :meth:`offload` calls a sync method on the caller's thread now (the
+        store never blocks, or a one-run sync call drives it). The driver then calls
+        :meth:`commit` itself when :meth:`acommit` is this default twin: no coroutines
+        to pass on every step."""
+        return not self.blocking or driving_alone()
+
     async def offload(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Call ``fn`` — sync code that uses this store — without blocking the event loop:
         in a worker thread when the store is :attr:`blocking`, else directly. What every
@@ -184,7 +191,7 @@ class Driving(ABC):
         A one-run sync call (``run.run()``, ``run.step()``, ``workflow.invoke()``) blocks
         its caller anyway: inside it (:func:`agentnb._aio.alone`) ``fn`` is called
         directly too, sparing a step the thread hop (about as long as a SQLite write)."""
-        if not self.blocking or driving_alone():
+        if self.direct():
             return fn(*args, **kwargs)
         import asyncio  # here: importing agentnb does not import asyncio
 

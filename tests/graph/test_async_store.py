@@ -193,6 +193,33 @@ def test_run_run_writes_its_steps_inline_and_an_awaited_run_off_the_loop(tmp_pat
         assert main not in store.threads
 
 
+class OwnAcommit(MemoryCheckpointer):
+    """A store with an async step write of its own (as a truly async backend would)."""
+
+    awaited: list[int]
+
+    async def acommit(
+        self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float
+    ) -> None:
+        self.awaited.append(change.step)
+        await asyncio.sleep(0)  # a real await: the driver must not skip this twin
+        self.commit(run_id, fence, change, lease_seconds=lease_seconds)
+
+
+def test_a_stores_own_acommit_is_awaited_for_every_step() -> None:
+    store = OwnAcommit()
+    store.awaited = []
+    g = StateGraph("two")
+    g.add_node("a", lambda s: {"n": 1})
+    g.add_node("b", lambda s: {"n": 2})
+    g.set_entry_point("a")
+    g.add_edge("a", "b")
+    run = g.compile(store).start({})
+    run.run()  # a sync call, on a store that never blocks: the stock twin would be skipped
+    assert run.status == Status.COMPLETED
+    assert store.awaited == [1, 2]
+
+
 def test_every_awaitable_twin_takes_what_its_sync_method_takes() -> None:
     assert set(TWINS) >= {"acquire", "commit", "release", "checkpoint", "claim", "renew"}
     for name in TWINS:
