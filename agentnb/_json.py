@@ -13,7 +13,7 @@ from typing import Any
 
 from agentnb.errors import InvalidState
 
-__all__ = ["check", "dumps", "json_path", "loads"]
+__all__ = ["check", "dumps", "json_path", "loads", "quote"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -31,6 +31,10 @@ _encode: Any = (
         None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
     )
 )
+
+
+quote = json.encoder.encode_basestring
+"""A string as JSON, exactly as :func:`dumps` writes it inside a value (the C function)."""
 
 
 def dumps(value: Any, *, root: str = "state") -> str:

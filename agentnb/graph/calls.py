@@ -14,11 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import check, dumps, loads
-from agentnb.errors import (
-    BreakerOpen,
-    InvalidState,
-    NodeFailed,
-)
+from agentnb.errors import BreakerOpen, InvalidState, NodeFailed
+from agentnb.graph.commits import Committer, Failure
 from agentnb.graph.context import NodeContext
 from agentnb.graph.copies import StateCopy
 from agentnb.graph.streams import Streams
@@ -28,7 +25,6 @@ from agentnb.resilience import guarded_call
 
 if TYPE_CHECKING:
     from agentnb.graph.builder import NodeSpec
-from agentnb.graph.commits import Committer, Failure
 
 __all__ = ["Caller", "Sink"]
 

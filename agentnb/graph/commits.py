@@ -16,12 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentnb._json import dumps, loads
-from agentnb.errors import (
-    InvalidState,
-    NodeFailed,
-    RoutingError,
-    describe,
-)
+from agentnb.errors import InvalidState, NodeFailed, RoutingError, describe
 from agentnb.graph.builder import END
 from agentnb.graph.copies import StateCopy
 from agentnb.graph.questions import Asked

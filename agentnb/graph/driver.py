@@ -20,25 +20,21 @@ import dataclasses
 import itertools
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from time import time_ns
+from typing import Any
 
-from agentnb._json import dumps, loads
-from agentnb.errors import (
-    StepBudgetExhausted,
-)
+from agentnb._json import dumps, loads, quote
+from agentnb.errors import StepBudgetExhausted
 from agentnb.graph.builder import END
+from agentnb.graph.commits import Failure, Position, seq_of
+from agentnb.graph.fanout import Fanout
 from agentnb.graph.questions import Asked
 from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Frontier, Task, plan
 from agentnb.store.base import StepCommit, pending_digest
-from agentnb.store.records import Event, EventType, RunRecord, Status
-
-if TYPE_CHECKING:
-    pass
-from agentnb.graph.commits import Failure, Position, seq_of
-from agentnb.graph.fanout import Fanout
+from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event
 
 __all__ = ["Driver", "Position"]
 
@@ -48,6 +44,7 @@ node is synchronous (and other tasks, like a widget's, keep running)."""
 
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
+_START_JSON, _UPDATE_JSON = quote(_NODE_START), quote(_STATE_UPDATE)
 _NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
 
 
@@ -133,6 +130,7 @@ class Driver(Fanout):
             node, frontier = single or END, None
         before, after_nodes = wf.interrupts_before, wf.interrupts_after
         reducers, appends = wf.reducers, wf.appends
+        run_id, seqs, packs = self.run_id, self._seqs, self.store.packs_events
         executed = 0
         last_yield = time.monotonic()
         try:
@@ -181,10 +179,15 @@ class Driver(Fanout):
                 approved = False
 
                 new_frontier: Frontier | None = None
+                packed: str | None = None  # the events as the store packs them, if made
                 appended: dict[str, list[Any]] | None = None  # tails the append reducer added
                 settles: int | None = None
                 if frontier is None:
-                    start = self._event(_NODE_START, node, step, {})
+                    # A store that packs events gets their times as integers too (see
+                    # _packed); the others, the float alone.
+                    start_ns = time_ns() if packs else 0
+                    at = start_ns / NS if packs else time.time()
+                    start = Event(run_id, next(seqs), step, _NODE_START, node, {}, at)
                     self.pending = [start]
                     yield start
                     try:
@@ -230,8 +233,19 @@ class Driver(Fanout):
                     if simple is None:
                         events.append(self._update(node, node, step + 1, delta, lead))
                     else:
-                        update = {"delta": delta, "next": simple}
-                        events.append(self._event(_STATE_UPDATE, node, step + 1, update))
+                        update_ns = time_ns() if packs else 0
+                        update = Event(
+                            run_id,
+                            next(seqs),
+                            step + 1,
+                            _STATE_UPDATE,
+                            node,
+                            {"delta": delta, "next": simple},
+                            update_ns / NS if packs else time.time(),
+                        )
+                        events.append(update)
+                        if packs and len(events) == 2:  # the node reported nothing
+                            packed = _packed(start, start_ns, update, update_ns, delta, simple)
                 else:
                     results: dict[str, dict[str, Any]] = {}
                     questions: dict[str, Asked | ChildPaused] = {}
@@ -302,7 +316,13 @@ class Driver(Fanout):
                     )
                 else:
                     change = StepCommit(
-                        _RUNNING, nxt_head, step, events, checkpoint, settles=settles
+                        _RUNNING,
+                        nxt_head,
+                        step,
+                        events,
+                        checkpoint,
+                        settles=settles,
+                        events_json=packed,
                     )
                 await self._commit(change, new_state, new_frontier)
                 self.chain = chain
@@ -325,6 +345,26 @@ class Driver(Fanout):
                 )
                 await self._stop(Status.CANCELLED, where, step, cancelled, None)
             raise
+
+
+def _packed(
+    start: Event, start_ns: int, update: Event, update_ns: int, delta: Any, simple: str
+) -> str:
+    """A linear step's two events as the store packs them, from the delta encoded once
+    and their times as integers (no float to format): what ``pack`` would write."""
+    where = quote(update.node or "")  # (a node's events always name it)
+    rows = (
+        packed_event(start.seq, start.step, _START_JSON, where, "{}", start_ns),
+        packed_event(
+            update.seq,
+            update.step,
+            _UPDATE_JSON,
+            where,
+            f'{{"delta":{dumps(delta)},"next":{quote(simple)}}}',
+            update_ns,
+        ),
+    )
+    return f"[{rows[0]},{rows[1]}]"
 
 
 def _appended(delta: Mapping[str, Any], appends: frozenset[str]) -> dict[str, list[Any]]:

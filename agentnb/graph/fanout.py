@@ -12,24 +12,17 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentnb.errors import (
-    ConflictingUpdate,
-    InvalidState,
-    NodeFailed,
-)
+from agentnb.errors import ConflictingUpdate, InvalidState, NodeFailed
+from agentnb.graph.calls import Caller
+from agentnb.graph.commits import Failure
 from agentnb.graph.questions import Asked
 from agentnb.graph.state import json_copy, merge_writes
 from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Task
 from agentnb.store.records import Event, EventType, PendingWrite
-
-if TYPE_CHECKING:
-    pass
-from agentnb.graph.calls import Caller
-from agentnb.graph.commits import Failure
 
 __all__ = ["Fanout"]
 

@@ -169,6 +169,10 @@ class Driving(ABC):
 
     # -- the async face: what the driver and the Worker await ------------------------------
 
+    packs_events: ClassVar[bool] = False
+    """Whether :meth:`commit` stores a step's events as one JSON array: then the driver
+    hands it :attr:`~agentnb.store.writes.StepCommit.events_json` ready-made where it can."""
+
     blocking: ClassVar[bool] = True
     """Whether this store's sync methods may wait (on a disk, a lock held by another
     process, a network). Then the async twins run them in a worker thread and the event

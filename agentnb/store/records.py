@@ -25,6 +25,7 @@ __all__ = [
     "PendingWrite",
     "RunRecord",
     "Status",
+    "packed_event",
     "record",
 ]
 
@@ -117,6 +118,25 @@ DECISIONS = ("approved", "rejected")
 
 def _iso(at: float) -> str:
     return _dt.datetime.fromtimestamp(at, _dt.UTC).isoformat(timespec="milliseconds")
+
+
+NS = 1_000_000_000
+"""Nanoseconds in a second: an event's ``at`` made from ``time.time_ns()`` is ``ns / NS``."""
+
+
+def packed_event(
+    seq: int, step: int, type_json: str, node_json: str, payload_json: str, at_ns: int
+) -> str:
+    """One event as the SQL stores pack it (``[seq, step, type, node, payload, at]``, a row
+    of the JSON array in an entry's ``events`` column), from its parts already encoded.
+
+    ``at_ns`` is the event's time in integer nanoseconds, written as exact decimals: the
+    text decodes to ``at_ns / NS``, the very float the event holds, without formatting
+    a float (``repr`` of one costs more than encoding the rest of the row).
+    """
+    seconds, fraction = divmod(at_ns, NS)
+    decimals = str(NS + fraction)[1:]  # the nine digits, zero-padded without a format spec
+    return f"[{seq},{step},{type_json},{node_json},{payload_json},{seconds}.{decimals}]"
 
 
 @record

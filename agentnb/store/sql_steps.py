@@ -137,7 +137,8 @@ def entry(run_id: str, change: StepCommit, now: float) -> Entry:
     cp = change.checkpoint
     kind, body = (None, None) if cp is None else chains.row(cp)
     tasks = None if cp is None else cp.tasks_json
-    return (run_id, events[-1].seq, change.step, change.node, body, pack(events), now, tasks, kind)
+    packed = change.events_json or pack(events)  # a linear step's come packed already
+    return (run_id, events[-1].seq, change.step, change.node, body, packed, now, tasks, kind)
 
 
 def plain(change: StepCommit) -> bool:

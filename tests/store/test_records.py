@@ -1,4 +1,5 @@
-"""``records.record``: a frozen dataclass whose ``__init__`` fills the slots directly."""
+"""``records.record`` (a frozen dataclass whose ``__init__`` fills the slots directly) and
+``records.packed_event`` (an event row as the SQL stores pack it, from encoded parts)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import inspect
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from agentnb import SqliteCheckpointer, StateGraph
+from agentnb._json import dumps, quote
 from agentnb.store.base import CheckpointWrite, StepCommit
-from agentnb.store.records import Event, RunRecord, Status, record
+from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event, record
+from agentnb.store.sql_rows import pack, unpack
 
 FAST = [Event, RunRecord, CheckpointWrite, StepCommit]
 
@@ -76,3 +82,49 @@ def test_a_record_with_a_factory_keeps_the_stock_init() -> None:
     assert first.items is not second.items
     with pytest.raises(dataclasses.FrozenInstanceError):
         first.items = [1]  # type: ignore[misc]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seq=st.integers(0, 2**40),
+    step=st.integers(0, 2**40),
+    kind=st.sampled_from([*EventType, "custom kind"]),
+    node=st.none() | st.text(),
+    payload=st.dictionaries(st.text(), json_values, max_size=4),
+    at_ns=st.integers(0, 4 * 10**18),
+)
+def test_a_packed_event_decodes_to_the_event_pack_writes(
+    seq: int, step: int, kind: str, node: str | None, payload: dict[str, Any], at_ns: int
+) -> None:
+    event = Event("r", seq, step, kind, node, payload, at_ns / NS)
+    row = packed_event(seq, step, quote(kind), dumps(node), dumps(payload), at_ns)
+    assert unpack("r", f"[{row}]") == unpack("r", pack([event])) == [event]
+    assert type(unpack("r", f"[{row}]")[0].at) is float
+
+
+def test_a_linear_steps_events_come_back_from_sqlite_as_they_were_made(tmp_path: Any) -> None:
+    odd = 'n"é\\\n1'  # a node name JSON must escape
+    g = StateGraph("odd")
+    g.add_node(odd, lambda s: {"n": 1, "text": 'a "quoted" é'})
+    g.add_node("b", lambda s: {"n": 2.5, "items": [1, {"x": None}]})
+    g.add_node("c", lambda s: None)
+    g.set_entry_point(odd)
+    g.add_edge(odd, "b")
+    g.add_edge("b", "c")
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        run = g.compile(store).start({"n": 0})
+        made = list(run.stream())
+        stored = store.events(run.run_id)
+    assert [e.type for e in made] == ["node_start", "state_update"] * 3 + ["completed"]
+    assert stored[0].type == "run_started"
+    assert stored[1:] == made  # every field, ``at`` to the last bit
+    assert stored[1].node == odd
+    assert stored[2].payload == {"delta": {"n": 1, "text": 'a "quoted" é'}, "next": "b"}
+    assert stored[4].payload == {"delta": {"n": 2.5, "items": [1, {"x": None}]}, "next": "c"}
