@@ -42,13 +42,14 @@ class StateCopy(dict[str, Any]):
     __slots__ = ("_source",)
 
     def __init__(self, source: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
+        # One comprehension and one C-level fill: a node's input is built every step.
+        atoms, unread = ATOMS, _UNREAD
+        super().__init__({k: v if type(v) in atoms else unread for k, v in source.items()})
         self._source = source
-        put = dict.__setitem__
-        for key, value in source.items():
-            put(self, key, value if type(value) in ATOMS else _UNREAD)
-        for key, value in (extra or {}).items():
-            put(self, key, json_copy(value))
+        if extra:
+            put = dict.__setitem__
+            for key, value in extra.items():
+                put(self, key, json_copy(value))
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
