@@ -79,9 +79,7 @@ class Caller(Committer):
                     if type(result) is not dict and inspect.isawaitable(result):
                         result = await result
             except Exception as exc:
-                error = NodeFailed(self.run_id, node, step, exc)
-                error.__cause__ = exc
-                raise Failure(node, error) from None
+                raise Failure(node, self._node_failed(node, step, exc)) from None
             return self._checked(node, step, result)
         if sink is None:
             sink = self._sink(node, step)
@@ -141,13 +139,38 @@ class Caller(Committer):
             exc.run_id = self.run_id
             raise Failure(node, exc) from None
         except Exception as exc:
-            error = NodeFailed(self.run_id, node, step, exc)
-            error.__cause__ = exc
-            raise Failure(node, error) from None
+            raise Failure(node, self._node_failed(node, step, exc)) from None
         finally:
             if streams is not None:
                 streams.flush(sink)
         return self._checked(node, step, result)
+
+    def _plain(self, fn: Callable[..., Any], node: str, step: int, state: dict[str, Any]) -> Any:
+        """Call a plain node (``Workflow.plain_fns``) right here: its checked delta, or,
+        when it handed back an awaitable after all, a coroutine that awaits and checks it.
+
+        Raises:
+            Failure: as :meth:`_invoke`.
+        """
+        try:
+            result = fn(StateCopy(state))
+        except Exception as exc:
+            raise Failure(node, self._node_failed(node, step, exc)) from None
+        if type(result) is not dict and inspect.isawaitable(result):
+            return self._awaited(node, step, result)
+        return self._checked(node, step, result)
+
+    async def _awaited(self, node: str, step: int, result: Any) -> dict[str, Any]:
+        try:
+            result = await result
+        except Exception as exc:
+            raise Failure(node, self._node_failed(node, step, exc)) from None
+        return self._checked(node, step, result)
+
+    def _node_failed(self, node: str, step: int, exc: Exception) -> NodeFailed:
+        error = NodeFailed(self.run_id, node, step, exc)
+        error.__cause__ = exc
+        return error
 
     def _streams(self, task: Task) -> Streams:
         wf = self.workflow

@@ -129,7 +129,7 @@ class Driver(Fanout):
         if single is not None or (frontier is not None and not (frontier.nodes or frontier.sends)):
             node, frontier = single or END, None
         before, after_nodes = wf.interrupts_before, wf.interrupts_after
-        reducers, appends = wf.reducers, wf.appends
+        reducers, appends, plain_fns = wf.reducers, wf.appends, wf.plain_fns
         run_id, seqs, packs = self.run_id, self._seqs, self.store.packs_events
         executed = 0
         last_yield = time.monotonic()
@@ -191,11 +191,17 @@ class Driver(Fanout):
                     self.pending = [start]
                     yield start
                     try:
-                        call = self._invoke(tasks[0], step, state, None)
-                        if self.live is None:
-                            delta = await call
+                        fn = plain_fns.get(node) if self.live is None else None
+                        if fn is not None:  # no coroutine for a plain function
+                            delta = self._plain(fn, node, step, state)
+                            if type(delta) is not dict:
+                                delta = await delta
+                        elif self.live is None:
+                            delta = await self._invoke(tasks[0], step, state, None)
                         else:  # hand on what the node emits while it runs
-                            running = asyncio.ensure_future(call)
+                            running = asyncio.ensure_future(
+                                self._invoke(tasks[0], step, state, None)
+                            )
                             while True:
                                 await self._wake({running})
                                 for item in self.live.drain():

@@ -103,6 +103,13 @@ class Workflow(Drawable):
             n for n, spec in self.nodes.items() if not spec.guarded and spec.subgraph is None
         )
         """Nodes the driver calls straight away: no timeout, retry, breaker or subgraph."""
+        self.plain_fns = {
+            n: spec.fn
+            for n, spec in self.nodes.items()
+            if n in self.direct and not spec.takes_ctx and not spec.is_async
+        }
+        """The direct nodes that are plain sync functions of the state: called right in the
+        driver's loop, without a coroutine of their own."""
         in_joins = {source for join in self.joins for source in join.sources}
         self.joined = frozenset(in_joins)
         # The one node that follows each node whose way on needs no routing: no branch,

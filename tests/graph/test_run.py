@@ -342,6 +342,25 @@ def test_a_failing_node_fails_the_run_and_raises_node_failed_from_the_original(
     assert drive.step(run).node is None
 
 
+def test_a_sync_node_handing_back_an_awaitable_is_awaited_and_its_failure_is_node_failed(
+    store: Checkpointer, drive: Driver
+) -> None:
+    async def later(n: int) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        if n < 0:
+            raise ValueError("negative")
+        return {"n": n + 1}
+
+    g = StateGraph("x").add_node("a", lambda s: later(s["n"])).set_entry_point("a")
+    run = g.compile(store).start({"n": 1})
+    assert drive.step(run).delta == {"n": 2}
+    failing = g.compile(store).start({"n": -1})
+    with pytest.raises(NodeFailed) as err:
+        drive.run(failing)
+    assert isinstance(err.value.__cause__, ValueError)
+    assert failing.status == Status.FAILED
+
+
 def test_a_node_returning_a_non_dict_fails_the_run(store: Checkpointer, drive: Driver) -> None:
     run = StateGraph("x").add_node("a", lambda s: 42).set_entry_point("a").compile(store).start()
     with pytest.raises(NodeFailed, match="returns a dict of changes or None, not int"):
