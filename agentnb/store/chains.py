@@ -52,12 +52,13 @@ runs, edits or writers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
 from agentnb.store.deltas import SnapshotPolicy, diff, merge
+from agentnb.store.records import record
 
 if TYPE_CHECKING:
     from agentnb.store.base import CheckpointWrite
@@ -116,7 +117,7 @@ class _Since(NamedTuple):
     before: _Since | None
 
 
-@dataclass(frozen=True, slots=True)
+@record  # a new one every step: see records.record
 class Chain:
     """Where a run's stored chain stands: the deltas since its last anchor (how many,
     their JSON bytes), the skips since its last snapshot (how many, the bytes they append

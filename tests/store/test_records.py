@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from agentnb import SqliteCheckpointer, StateGraph
 from agentnb._json import dumps, quote
 from agentnb.store.base import CheckpointWrite, StepCommit
+from agentnb.store.chains import Chain
 from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event, record
 from agentnb.store.sql_rows import pack, unpack
 
-FAST = [Event, RunRecord, CheckpointWrite, StepCommit]
+FAST = [Event, RunRecord, CheckpointWrite, StepCommit, Chain]
 
 
 def stock(cls: type[Any]) -> type[Any]:
