@@ -17,10 +17,11 @@ from typing import Any
 
 __all__ = ["Dialect", "Statement"]
 
-Statement = Callable[[str, Sequence[Any], int, str, float], tuple[str, tuple[Any, ...]]]
-"""A claim's ``UPDATE`` in one dialect: ``(where, params, limit, owner, expires)`` to its SQL
-and parameters; ``where`` (with ``params``) picks the claimable runs, and the statement
-leases up to ``limit`` of them, oldest first, returning their ids."""
+Statement = Callable[[str, Sequence[Any], float, int, str, float], tuple[str, tuple[Any, ...]]]
+"""A claim's ``UPDATE`` in one dialect: ``(where, params, now, limit, owner, expires)`` to
+its SQL and parameters; ``where`` (with ``params``) picks the runs of the caller's graphs,
+and the statement leases up to ``limit`` of those claimable at ``now``, oldest first,
+returning their ids (read through :func:`agentnb.store.sql_claims.candidates`)."""
 
 
 def _as_written(sql: str) -> str:

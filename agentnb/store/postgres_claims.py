@@ -19,6 +19,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentnb.store.sql_claims import candidate_params, candidates
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -28,16 +30,16 @@ CHANNEL = "agentnb_work"
 
 
 def update(
-    where: str, params: Sequence[Any], limit: int, owner: str, expires: float
+    where: str, params: Sequence[Any], now: float, limit: int, owner: str, expires: float
 ) -> tuple[str, tuple[Any, ...]]:
-    """PostgreSQL's claim (a :data:`~agentnb.store.sql_claims.Statement`): the inner
-    ``SELECT`` locks the rows it picks and skips those another claim has locked."""
+    """PostgreSQL's claim (a :data:`~agentnb.store.sql_claims.Statement`): each inner
+    ``SELECT`` locks the rows it picks and skips those another claim has locked (the few
+    it locked beyond ``limit`` are free again when the claim commits)."""
     return (
-        f"WITH c AS (SELECT run_id FROM runs WHERE {where} "
-        "ORDER BY status_at, run_id LIMIT ? FOR UPDATE SKIP LOCKED) "
+        f"WITH c AS ({candidates(where, lock=' FOR UPDATE SKIP LOCKED')}) "
         "UPDATE runs r SET lease_owner = ?, lease_expires = ?, fence = r.fence + 1 "
         "FROM c WHERE r.run_id = c.run_id RETURNING r.run_id",
-        (*params, limit, owner, expires),
+        (*candidate_params(params, now, limit), owner, expires),
     )
 
 

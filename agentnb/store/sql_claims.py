@@ -20,6 +20,8 @@ from agentnb.store.sql_rows import RUN_SELECT
 from agentnb.store.sql_rows import run as run_row
 
 __all__ = [
+    "candidate_params",
+    "candidates",
     "claim",
     "claim_timers",
     "release_timers",
@@ -28,21 +30,50 @@ __all__ = [
     "update",
 ]
 
-_CLAIMABLE = (
-    "((lease_owner IS NULL AND status IN ('queued', 'approved')) OR (lease_owner IS NOT NULL "
-    "AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')))"
+# A claimable run is one of two kinds, each read through its own partial index of
+# migration 0009 (in order, so the LIMIT stops the read): free and waiting, oldest first
+# (``runs_waiting``); or held on a lease that ran out (``runs_by_lease``). Written as one
+# condition with OR, neither index applies and every claim sorts the whole queue — under
+# the write lock, so with 2,000 runs queued each claim held every other worker off ~2 ms.
+_WAITING = "lease_owner IS NULL AND status IN ('queued', 'approved')"
+_EXPIRED = (
+    "lease_owner IS NOT NULL AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')"
 )
 
 
+def candidates(where: str, *, lock: str = "", indexed: bool = False) -> str:
+    """The ``SELECT`` of up to ``?`` claimable runs of ``where`` (both kinds, oldest first);
+    its parameters: :func:`candidate_params`. ``lock`` ends each inner read (PostgreSQL:
+    ``FOR UPDATE SKIP LOCKED``); ``indexed`` names SQLite's partial indexes (its planner,
+    without statistics, prefers the status index and sorts the queue; ``INDEXED BY`` also
+    makes the statement fail to prepare if an index could not serve it)."""
+    waiting = "runs INDEXED BY runs_waiting" if indexed else "runs"
+    expired = "runs INDEXED BY runs_by_lease" if indexed else "runs"
+    # By status_at alone inside, the order of the waiting index, so the read stops at the
+    # LIMIT (PostgreSQL's index has no run_id: a tie-break there would sort the queue);
+    # the outer ORDER BY breaks ties among the few picked.
+    order = "ORDER BY status_at LIMIT ?"
+    return (
+        f"SELECT run_id FROM (SELECT * FROM (SELECT run_id, status_at FROM {waiting} WHERE "
+        f"{where} AND {_WAITING} {order}{lock}) w UNION ALL SELECT * FROM (SELECT run_id, "
+        f"status_at FROM {expired} WHERE {where} AND {_EXPIRED} {order}{lock}) e) u "
+        "ORDER BY status_at, run_id LIMIT ?"
+    )
+
+
+def candidate_params(params: Sequence[Any], now: float, limit: int) -> tuple[Any, ...]:
+    """The parameters of :func:`candidates` for ``where``'s ``params``."""
+    return (*params, limit, *params, now, limit, limit)
+
+
 def update(
-    where: str, params: Sequence[Any], limit: int, owner: str, expires: float
+    where: str, params: Sequence[Any], now: float, limit: int, owner: str, expires: float
 ) -> tuple[str, tuple[Any, ...]]:
     """SQLite's claim: the write lock taken up front already excludes other claims."""
     return (
         "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
-        f"WHERE run_id IN (SELECT run_id FROM runs WHERE {where} "
-        "ORDER BY status_at, run_id LIMIT ?) RETURNING run_id",
-        (owner, expires, *params, limit),
+        f"WHERE run_id IN ({candidates(where, indexed=True)}) RETURNING run_id",
+        (owner, expires, *candidate_params(params, now, limit)),
     )
 
 
@@ -68,9 +99,7 @@ def claim(
     if run_ids is not None:
         where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
         params += list(run_ids)
-    sql, args = statement(
-        f"{where} AND {_CLAIMABLE}", [*params, now], limit, owner, now + lease_seconds
-    )
+    sql, args = statement(where, params, now, limit, owner, now + lease_seconds)
     claimed = db.execute(sql, args).fetchall()
     if not claimed:
         return []

@@ -78,6 +78,22 @@ def test_claims_take_at_most_limit_runs_oldest_first(store: Checkpointer) -> Non
     assert [r.run_id for r in store.claim(owner, GRAPHS, limit=10)] == ["r2", "r3", "r4"]
 
 
+def test_a_claim_serves_waiting_runs_and_expired_leases_together_oldest_first(
+    store: Checkpointer,
+) -> None:
+    for run_id in ("old", "abandoned", "new"):
+        submitted(store, run_id)
+        time.sleep(0.002)  # distinct status times: the order under test
+    gone = "elsewhere:1:dead"  # another host: only expiry frees its runs
+    [held] = store.claim(gone, GRAPHS, lease_seconds=0.05, run_ids=["abandoned"])
+    expires = held.lease_expires or 0.0
+    while time.time() <= expires:  # the clock is the condition; 0.05 s from the claim
+        time.sleep(max(0.0, expires - time.time()) + 0.001)
+    owner = new_owner()
+    assert [r.run_id for r in store.claim(owner, GRAPHS, limit=2)] == ["old", "abandoned"]
+    assert [r.run_id for r in store.claim(owner, GRAPHS, limit=5)] == ["new"]
+
+
 def test_a_claim_takes_only_runs_of_the_named_workflows_and_shapes(store: Checkpointer) -> None:
     submitted(store, "other-graph", graph="h")
     submitted(store, "other-shape", shape="s2")
