@@ -77,6 +77,9 @@ class Committer:
         self.stepping = False  # driving one superstep: subgraphs advance one of theirs
         self.live: Live | None = None  # set by astream(mode="custom")
         self.halt: Callable[[], bool] | None = None  # asked between supersteps (a Worker stopping)
+        # The start record's lease is this driver's already (a Worker's claim took it and
+        # bumped the fence): no acquire, one write transaction less per claimed run.
+        self.leased = False
         self.approvals: dict[str, str] = {}  # task id ("" for the run) -> who approved
         # Held task id -> the edit its approval carried, in the superstep in flight: that
         # task's input, and a write of the superstep (merged before the tasks' deltas).

@@ -86,7 +86,12 @@ class Driver(Fanout):
         """Take the run's lease and catch up with its row; ``None`` if nothing can run (the
         lease, taken anyway, is given back by :meth:`_end`)."""
         wf = self.workflow
-        record = await self.store.aacquire(self.run_id, self.owner, lease_seconds=wf.lease_seconds)
+        if self.leased:
+            record = self.start.record
+        else:
+            record = await self.store.aacquire(
+                self.run_id, self.owner, lease_seconds=wf.lease_seconds
+            )
         self.fence = record.fence
         start = self.start.record
         if record.step != start.step or record.seq != start.seq:

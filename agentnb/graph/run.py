@@ -314,11 +314,12 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         max_nodes: int | None,
         mode: str = "events",
         halt: Callable[[], bool] | None = None,
+        leased: bool = False,
     ) -> AsyncIterator[Any]:
         from agentnb.graph.driver import Driver
 
         driver = Driver(self.workflow, self.owner, self._position())
-        driver.halt = halt
+        driver.halt, driver.leased = halt, leased
         if mode == "custom":
             from agentnb.graph.streams import Emitted, Live
 

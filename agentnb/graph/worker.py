@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
 from agentnb.errors import AgentnbError, DefinitionError, LeaseLost, StoreError
+from agentnb.graph.run import Run
 from agentnb.store.base import new_owner
 from agentnb.store.records import Event, RunRecord, Status
 
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 __all__ = ["Worker", "WorkerStats"]
 
 log = logging.getLogger("agentnb.worker")
+
+_ENDED = frozenset({Status.COMPLETED, Status.PENDING, Status.FAILED, Status.REJECTED})
+"""How a drive may end with a commit of its own (which gave the lease back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,9 @@ class WorkerStats:
     """Supersteps committed."""
     timers: int = 0
     """Delayed events of state machines fired."""
+
+
+_COUNTS = tuple(f.name for f in dataclasses.fields(WorkerStats))
 
 
 class Worker:
@@ -155,7 +162,7 @@ class Worker:
         self.poll_min, self.poll_max = float(poll_min), float(poll_max)
         self.owner = owner or new_owner()
         self.lease_seconds = min((wf.lease_seconds for wf in workflows), default=30.0)
-        self._stats = WorkerStats()
+        self._counts = dict.fromkeys(_COUNTS, 0)
         self._counting = threading.Lock()
         self._stopping = False
         self._halt: asyncio.Event | None = None  # set on the loop by stop()
@@ -170,13 +177,14 @@ class Worker:
     @property
     def stats(self) -> WorkerStats:
         """Counts of what this worker did."""
-        return self._stats
+        with self._counting:
+            return WorkerStats(**self._counts)
 
     def _count(self, **more: int) -> None:
         with self._counting:  # timers are fired in threads
-            self._stats = dataclasses.replace(
-                self._stats, **{k: getattr(self._stats, k) + v for k, v in more.items()}
-            )
+            counts = self._counts
+            for key, n in more.items():
+                counts[key] += n
 
     # -- stopping ------------------------------------------------------------------------
 
@@ -248,7 +256,7 @@ class Worker:
             for sig in installed:
                 loop.remove_signal_handler(sig)
             self._loop = self._halt = None
-        return self._stats
+        return self.stats
 
     def run(self, *, until_idle: bool = False, signals: bool = False) -> WorkerStats:
         """Sync twin of :meth:`arun`."""
@@ -351,17 +359,26 @@ class Worker:
 
     async def _drive(self, record: RunRecord) -> AsyncIterator[Event]:
         """Drive a claimed run until it pauses, ends, or the worker stops; then make sure
-        its lease is given back and, if it is mid-run, that it is queued again."""
+        its lease is given back and, if it is mid-run, that it is queued again.
+
+        The claim's row is the run as it stands, leased to this worker with a new fence:
+        the run is built from it (no second read of the row) and driven on that lease (no
+        acquire). How the drive ended is in the run's own record — the last commit's
+        status, the lease given back — so a run that completed, paused or failed costs no
+        further store call; only a drive cut short is looked up again."""
         self._count(claimed=1)
         wf = self.workflows[record.graph]
         run_id = record.run_id
+        run: Run | None = None
+        clean = False
         try:
-            run = await self.store.offload(wf.attach, run_id)
-            run.owner = self.owner  # the claim's lease: the driver's acquire keeps it
-            async for event in run._drive(None, halt=self._halting):
+            run = await self.store.offload(Run, wf, record)
+            run.owner = self.owner  # the claim's lease, driven as it is
+            async for event in run._drive(None, halt=self._halting, leased=True):
                 if event.type == "state_update":
                     self._count(steps=1)
                 yield event
+            clean = True
         except LeaseLost:
             self._count(lost=1)
             log.warning("run %s: another worker took it over (this lease expired)", run_id)
@@ -371,23 +388,36 @@ class Worker:
         except Exception as exc:  # a node's own exception, recorded failed by the driver
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
         try:
-            await self._settle(run_id, record.fence)
+            ended = run._record if run is not None else None
+            if ended is not None and ended.status in _ENDED:
+                self._tally(ended.status)  # committed under this lease, which it gave back
+            elif clean and ended is not None:  # stopped between supersteps, lease given back
+                if await self.store.arequeue(run_id, ended.fence):
+                    self._count(requeued=1)
+            else:
+                await self._settle(run_id, record.fence)
         except AgentnbError as exc:  # deleted meanwhile, or the store is gone
             log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
 
+    def _tally(self, status: Status) -> None:
+        if status == Status.COMPLETED:
+            self._count(completed=1)
+        elif status == Status.PENDING:
+            self._count(paused=1)
+        elif status in (Status.FAILED, Status.REJECTED):
+            self._count(failed=1)
+
     async def _settle(self, run_id: str, claimed_fence: int) -> None:
+        """After a drive that did not end cleanly: look the run up, give back a lease the
+        drive still holds, count how it stands, queue it again if it is mid-run."""
         final = await self.store.aget_run(run_id)
         if final.fence < claimed_fence:  # pragma: no cover - fences only grow
             return
         if final.lease_owner == self.owner:  # the drive ended before it acquired
             await self.store.arelease(run_id, final.fence)
             final = await self.store.aget_run(run_id)
-        if final.status == Status.COMPLETED:
-            self._count(completed=1)
-        elif final.status == Status.PENDING:
-            self._count(paused=1)
-        elif final.status in (Status.FAILED, Status.REJECTED):
-            self._count(failed=1)
+        if final.status in _ENDED:
+            self._tally(final.status)
         elif (
             final.status == Status.RUNNING
             and final.lease_owner is None

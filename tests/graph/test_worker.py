@@ -85,6 +85,31 @@ def test_a_worker_drives_200_runs_at_once_on_one_event_loop(store: Checkpointer)
     assert {r.state["n"] for r in runs} == {2}
 
 
+def test_a_claimed_run_is_driven_on_the_claims_lease_and_never_read_again(
+    tmp_path: Path,
+) -> None:
+    calls: list[str] = []
+
+    class Counting(SqliteCheckpointer):
+        def acquire(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append("acquire")
+            return super().acquire(*args, **kwargs)
+
+        def get_run(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append("get_run")
+            return super().get_run(*args, **kwargs)
+
+    with Counting(tmp_path / "w.sqlite3") as store:
+        g = StateGraph("pair").add_node("a", lambda s: {"a": 1}).add_node("b", lambda s: {})
+        wf = g.set_entry_point("a").add_edge("a", "b").compile(store)
+        ids = [wf.submit({}).run_id for _ in range(3)]
+        calls.clear()
+        assert Worker(wf, concurrency=2).run(until_idle=True).completed == 3
+        assert calls == []  # the claim's row is the run; its last commit says how it ended
+        # One fence per claim: the claim's lease was driven as it was, never re-acquired.
+        assert [store.get_run(i).fence for i in ids] == [1, 1, 1]
+
+
 def test_concurrency_caps_the_runs_driven_at_once(store: Checkpointer) -> None:
     gauge = Gauge()
     wf = two_nodes(store, gauge, meet=5)
