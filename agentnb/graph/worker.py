@@ -223,15 +223,15 @@ class Worker:
         try:
             while not self._stopping:
                 free = self.concurrency - len(self._driving)
-                claimed: list[RunRecord] = []
+                claimed: list[tuple[RunRecord, Run | None]] = []
                 timers: list[TimerClaim] = []
                 if free > 0:
                     try:
                         claimed, timers = await self._claim(free)
                     except StoreError as exc:  # e.g. locked past busy_timeout: back off
                         log.warning("claiming: %s", exc)
-                    for record in claimed:
-                        self._start(record)
+                    for record, run in claimed:
+                        self._start(record, run)
                     for due in timers:
                         self._fire(due)
                 got = len(claimed) + len(timers)
@@ -283,14 +283,12 @@ class Worker:
                 except AgentnbError as exc:  # the next beat tries again; the lease is the limit
                     log.warning("renewing leases: %s: %s", type(exc).__name__, exc)
 
-    async def _claim(self, free: int) -> tuple[list[RunRecord], list[TimerClaim]]:
+    async def _claim(
+        self, free: int
+    ) -> tuple[list[tuple[RunRecord, Run | None]], list[TimerClaim]]:
         """Runs first, then due timers for the slots left."""
         store, owner, lease = self.store, self.owner, self.lease_seconds
-        runs = (
-            await store.aclaim(owner, self.graphs, limit=free, lease_seconds=lease)
-            if self.graphs
-            else []
-        )
+        runs = await store.offload(self._claim_runs, free) if self.graphs else []
         left = free - len(runs)
         timers = (
             await store.aclaim_timers(owner, list(self.machines), limit=left, lease_seconds=lease)
@@ -298,6 +296,21 @@ class Worker:
             else []
         )
         return runs, timers
+
+    def _claim_runs(self, free: int) -> list[tuple[RunRecord, Run | None]]:
+        """Claim, and load each claimed run's checkpoint in the same trip off the loop (a
+        thread hop per run less); a run that fails to load here is loaded again by its
+        drive, which reports why."""
+        records = self.store.claim(
+            self.owner, self.graphs, limit=free, lease_seconds=self.lease_seconds
+        )
+        loaded: list[tuple[RunRecord, Run | None]] = []
+        for record in records:
+            try:
+                loaded.append((record, Run(self.workflows[record.graph], record)))
+            except AgentnbError:
+                loaded.append((record, None))
+        return loaded
 
     def _fire(self, due: TimerClaim) -> None:
         task = asyncio.ensure_future(self._fire_due(due))
@@ -321,19 +334,19 @@ class Worker:
         instance = self.machines[due.machine].resume(due.instance_id, store=self.store)
         return len(instance.run_due())
 
-    def _start(self, record: RunRecord) -> None:
+    def _start(self, record: RunRecord, run: Run | None) -> None:
         if record.run_id in self._driving:
             # Its lease ran out under this very worker (the loop was blocked past the
             # heartbeat) and the claim took it again: the drive in flight is fenced out at
             # its next write; never drive one run twice in one process.
             log.warning("run %s: lease expired while this worker drove it", record.run_id)
             return
-        task = asyncio.ensure_future(self._drain(record))
+        task = asyncio.ensure_future(self._drain(record, run))
         self._driving[record.run_id] = task
         task.add_done_callback(lambda _: self._driving.pop(record.run_id, None))
 
-    async def _drain(self, record: RunRecord) -> None:
-        async for _ in self._drive(record):
+    async def _drain(self, record: RunRecord, run: Run | None) -> None:
+        async for _ in self._drive(record, run):
             pass
 
     # -- one run ---------------------------------------------------------------------------
@@ -357,7 +370,7 @@ class Worker:
             if beating is not None:
                 beating.cancel()
 
-    async def _drive(self, record: RunRecord) -> AsyncIterator[Event]:
+    async def _drive(self, record: RunRecord, run: Run | None = None) -> AsyncIterator[Event]:
         """Drive a claimed run until it pauses, ends, or the worker stops; then make sure
         its lease is given back and, if it is mid-run, that it is queued again.
 
@@ -369,10 +382,10 @@ class Worker:
         self._count(claimed=1)
         wf = self.workflows[record.graph]
         run_id = record.run_id
-        run: Run | None = None
         clean = False
         try:
-            run = await self.store.offload(Run, wf, record)
+            if run is None:
+                run = await self.store.offload(Run, wf, record)
             run.owner = self.owner  # the claim's lease, driven as it is
             async for event in run._drive(None, halt=self._halting, leased=True):
                 if event.type == "state_update":
