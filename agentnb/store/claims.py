@@ -21,10 +21,19 @@ take it from them. A worker that stops between steps puts its runs back to ``que
 with :meth:`~agentnb.Checkpointer.requeue`, so they are claimable again at once.
 
 Claims are oldest first (by the time of the run's last status change), so a busy queue is
-served in order. On PostgreSQL the claim is one statement::
+served in order. The two kinds of claimable run are read apart, each through its own
+partial index in its order (free waiting runs by ``status_at``; held runs by
+``lease_expires``), so a claim reads about ``limit`` rows however long the queue is —
+one condition joined with ``OR`` would make the planner sort the whole queue, under
+SQLite's write lock. On PostgreSQL the claim is one statement::
 
-    WITH c AS (SELECT run_id FROM runs WHERE <graphs> AND <claimable>
-               ORDER BY status_at, run_id LIMIT %s FOR UPDATE SKIP LOCKED)
+    WITH c AS (SELECT run_id FROM (
+                 (SELECT run_id, status_at FROM runs WHERE <graphs> AND <free, waiting>
+                  ORDER BY status_at LIMIT %s FOR UPDATE SKIP LOCKED)
+                 UNION ALL
+                 (SELECT run_id, status_at FROM runs WHERE <graphs> AND <lease expired>
+                  ORDER BY status_at LIMIT %s FOR UPDATE SKIP LOCKED)) u
+               ORDER BY status_at, run_id LIMIT %s)
     UPDATE runs r SET lease_owner = %s, lease_expires = %s, fence = r.fence + 1
     FROM c WHERE r.run_id = c.run_id RETURNING r.run_id
 

@@ -2,8 +2,9 @@
 
 The rule is :mod:`agentnb.store.claims`'. The write lock taken up front makes the choice
 and the lease one step, so two processes never claim the same run; PostgreSQL says the
-same with ``FOR UPDATE SKIP LOCKED`` in the inner ``SELECT``. Both conditions are served by
-the partial indexes of migration 0009 (free waiting runs by age, held runs by expiry).
+same with ``FOR UPDATE SKIP LOCKED`` in each inner ``SELECT``. The two conditions are read
+apart, each through its partial index of migration 0009 (free waiting runs by age, held
+runs by expiry) and merged oldest first (:func:`candidates`).
 """
 
 from __future__ import annotations
