@@ -8,7 +8,8 @@ this run, next to a floor measured in the same run on the same machine:
 * the durable-step floor at each level: plain sqlite3, one INSERT + COMMIT per step, same
   pragmas;
 * ms per approval cycle (start → pause → reopen the store → approve → done);
-* the approval floor: one INSERT + one conditional UPDATE ... RETURNING, same pragmas;
+* the approval floor: one INSERT + one conditional UPDATE ... RETURNING, same pragmas,
+  the database closed and reopened between them as the cycle reopens its store;
 * ``import agentnb``: time and resident memory in a fresh interpreter;
 * growth: the 2,000-step loop of ``bench_longrun.py`` (first and last 100 steps, the
   database, the whole run beside LangGraph's when the bench extra is installed).
@@ -164,24 +165,32 @@ def reopen_cost(folder: Path) -> Callable[[], float]:
 
 
 def approval_floor(folder: Path) -> Callable[[], float]:
+    """Plain sqlite3, shaped like the cycle: open, INSERT + COMMIT, close; reopen, one
+    conditional UPDATE ... RETURNING + COMMIT, close (the cycle reopens its store too)."""
     counter = iter(range(10**9))
+    name = f"afloor{id(counter)}-"
 
     def measure() -> float:
-        db = connect(str(folder / f"afloor{next(counter)}.sqlite3"))
+        path = str(folder / f"{name}{next(counter)}.sqlite3")
+        db = connect(path)
         db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, status TEXT, state TEXT)")
+        db.close()  # schema creation is not part of the floor, as it is not of the cycle
         t = time.perf_counter()
+        db = connect(path)
         db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO runs VALUES ('r', 'pending', ?)", (json.dumps({"amount": 1000}),))
         db.execute("COMMIT")
+        db.close()
+        db = connect(path)
         db.execute("BEGIN IMMEDIATE")
         row = db.execute(
             "UPDATE runs SET status = 'running' WHERE id = 'r' AND status = 'pending' "
             "RETURNING state"
         ).fetchone()
         db.execute("COMMIT")
+        db.close()
         elapsed = time.perf_counter() - t
         assert row is not None
-        db.close()
         return elapsed * 1e3
 
     return measure
