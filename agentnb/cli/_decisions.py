@@ -1,0 +1,101 @@
+"""``agentnb approve``, ``reject`` and ``respond``: decide a pause or answer a question, once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from agentnb.cli._exits import OK, UsageError
+from agentnb.cli._stores import open_existing
+from agentnb.cli._text import decider, describe_status, short
+from agentnb.store.base import Checkpointer
+
+__all__ = ["cmd_decide", "cmd_respond"]
+
+
+def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
+    decision = "approved" if args.command == "approve" else "rejected"
+    update = getattr(args, "update", None)
+    if update is not None and not args.workflow:
+        raise UsageError(
+            "an edit is merged by the workflow's reducers: name the workflow with "
+            "--workflow MODULE:ATTR (its StateGraph or Workflow)"
+        )
+    with open_existing(args.db) as store:
+        if getattr(args, "workflow", None):
+            workflow = workflow_of(args.workflow, store)
+            record = workflow.attach(args.run).decide(
+                decision,
+                by=args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+                update=None if update is None else json_arg("--update", update),
+            )
+        else:
+            record = store.decide(
+                args.run,
+                decision,
+                args.approver,
+                comment=args.comment,
+                expected_digest=args.digest,
+                task=args.task,
+            )
+        run = store.get_run(args.run)
+    out.write(
+        f"{decision} run {record.run_id} at {record.node!r} (step {record.step}) "
+        f"as {decider(record)}\n"
+    )
+    out.write(f"status: {describe_status(run)}\n")
+    return OK
+
+
+def json_arg(flag: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag} is not JSON ({exc.msg}); quote it: {flag} '{{...}}'") from None
+
+
+def workflow_of(target: str, store: Checkpointer) -> Any:
+    """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
+    from agentnb.graph import StateGraph, Workflow
+    from agentnb.render.export import TargetError, import_target
+
+    try:
+        found = import_target(target)
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+    graph = found.graph if isinstance(found, Workflow) else found
+    if not isinstance(graph, StateGraph):
+        raise UsageError(f"{target} is a {type(found).__name__}, not a StateGraph or Workflow")
+    return graph.compile(store)
+
+
+def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
+    from agentnb.graph.questions import respond
+
+    try:
+        value = json.loads(args.value)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--value is not JSON ({exc.msg}); a string is quoted twice: --value '\"yes\"'"
+        ) from None
+    with open_existing(args.db) as store:
+        record = respond(
+            store,
+            args.run,
+            value,
+            by=args.approver,
+            comment=args.comment,
+            task=args.task,
+            expected_digest=args.digest,
+        )
+        run = store.get_run(args.run)
+    out.write(
+        f"answered run {record.run_id} at {record.node!r} (step {record.step}) with "
+        f"{short(value)} as {decider(record)}\n"
+    )
+    out.write(f"status: {describe_status(run)}\n")
+    return OK
