@@ -46,13 +46,23 @@ from agentnb.store import postgres_claims, sql_steps
 from agentnb.store.dialect import Dialect
 from agentnb.store.postgres_claims import CHANNEL
 from agentnb.store.postgres_dialect import spell
+from agentnb.store.postgres_listener import (
+    CHANGES,
+    Listener,
+    announcement,
+    run_topic,
+    topic_of,
+    unannounced,
+)
 from agentnb.store.postgres_locks import (
     SHARED,
+    WATCHED,
     begin,
     for_new_run,
     for_run,
     keyed,
     reconnecting,
+    run_lock,
     waking,
 )
 from agentnb.store.postgres_pool import Connections
@@ -66,6 +76,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from agentnb.store.machines import SqliteMachineStore
+    from agentnb.store.watch import Watch
 
 __all__ = ["POSTGRES", "PostgresCheckpointer"]
 
@@ -78,11 +89,15 @@ POSTGRES = Dialect(
 """PostgreSQL's spelling: ``%s`` parameters, no index hints, its own claim and errors."""
 
 _STEP = spell(
-    f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? AND fence = ? "
-    "AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? FOR SHARE"
+    f"WITH step AS ({ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? "
+    "AND fence = ? AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? "
+    "FOR SHARE RETURNING 1) SELECT (SELECT count(*) FROM step), "
+    f"pg_try_advisory_xact_lock({WATCHED}, ?) OR (SELECT pg_notify('{CHANGES}', ?) IS NULL)"
 )
 """PostgreSQL's plain step (:meth:`PostgresCheckpointer._step`): the shared
-:data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked."""
+:data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked, and
+the step announced if a panel watches its run (:mod:`agentnb.store.postgres_listener`):
+how many entries it wrote, and whether nobody watches."""
 _WRITTEN = "SELECT 1 FROM entries WHERE run_id = %s AND seq = %s AND at = %s"
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 
@@ -131,7 +146,7 @@ class PostgresCheckpointer(SqlCheckpointer):
         self.synchronous = synchronous_commit or "server"
         self._local = threading.local()
         self._machines: SqliteMachineStore | None = None
-        self._listener: postgres_claims.Listener | None = None
+        self._listener: Listener | None = None
         self._closed = True
         self._connections = Connections(
             dsn,
@@ -196,11 +211,17 @@ class PostgresCheckpointer(SqlCheckpointer):
             self._check_open()
             session = self._session
             key = getattr(self._local, "key", None)
+            topic = (
+                None
+                if getattr(self._local, "quiet", False)
+                else getattr(self._local, "topic", None) or topic_of(key)
+            )
             session.in_transaction = True
             try:
-                begun = session.raw(begin(key, durable=durable))
+                begun = session.raw(begin(key, durable=durable, topic=topic))
                 begun.nextset()
-                xid = begun.fetchone()[-1]
+                row = begun.fetchone()
+                xid = row[-1]
                 try:
                     yield self._db
                 except BaseException:
@@ -209,7 +230,10 @@ class PostgresCheckpointer(SqlCheckpointer):
                     raise
                 if getattr(self._local, "wakes", False):
                     session.raw(f"NOTIFY {CHANNEL}")  # delivered once this commits
-                self._commit(str(xid))
+                told = []  # a panel watches (BEGIN's probe failed): tell it with the COMMIT
+                if topic is not None and row[-2] is False:
+                    told.append(announcement(session.conn, topic))
+                self._commit(str(xid), told)
             finally:
                 session.in_transaction = False
 
@@ -230,10 +254,10 @@ class PostgresCheckpointer(SqlCheckpointer):
             finally:
                 session.in_transaction = False
 
-    def _commit(self, xid: str) -> None:
+    def _commit(self, xid: str, before: Sequence[str] = ()) -> None:
         session = self._session
         try:
-            session.raw("COMMIT")
+            session.raw("; ".join([*before, "COMMIT"]))
         except Disconnected:
             # In doubt: the COMMIT may have reached the server before the connection broke.
             session.in_transaction = False
@@ -267,7 +291,7 @@ class PostgresCheckpointer(SqlCheckpointer):
     run_policy = for_run(SqlCheckpointer.run_policy)
     get_run = for_run(SqlCheckpointer.get_run)
     list_runs = reconnecting(SqlCheckpointer.list_runs)
-    acquire = for_run(SqlCheckpointer.acquire)
+    acquire = unannounced(for_run(SqlCheckpointer.acquire))
     _commit_step = for_run(SqlCheckpointer.commit)
     release = for_run(SqlCheckpointer.release)
     save_write = for_run(SqlCheckpointer.save_write)
@@ -308,17 +332,20 @@ class PostgresCheckpointer(SqlCheckpointer):
         and time are this process's; nobody else writes them while it holds the lease)."""
         now = time.time()
         row = sql_steps.entry(run_id, change, now)
+        topic = run_topic(run_id)
         with self._lock:
             self._check_open()
             session = self._session
             try:
-                done = session.raw(_STEP, (*row, run_id, fence, now + lease_seconds / 2))
+                done = session.raw(
+                    _STEP, (*row, run_id, fence, now + lease_seconds / 2, run_lock(topic), topic)
+                )
             except Disconnected:
                 session.reconnect()
                 if session.raw(_WRITTEN, (run_id, row[1], row[6])).fetchone() is not None:
                     return True
                 raise
-            return bool(done.rowcount)
+            return bool(done.fetchone()[0])
 
     # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
 
@@ -328,16 +355,23 @@ class PostgresCheckpointer(SqlCheckpointer):
 
     async def await_work(self, owner: str, timeout: float) -> None:
         """Wait for ``NOTIFY`` from a write that made work claimable, or ``timeout``."""
-        import asyncio
+        await self.listener.await_work(owner, timeout)
 
-        if self._listener is None:
-            self._listener = postgres_claims.Listener(self._connections.listening)
-        listener = self._listener
-        try:
-            await asyncio.to_thread(listener.wait, timeout)
-        except asyncio.CancelledError:
-            listener.heard()  # it may hear what this wait was for: the next returns at once
-            raise
+    # -- live panels (agentnb.store.postgres_listener) -------------------------------------
+
+    @property
+    def listener(self) -> Listener:
+        """This store's one listening connection, shared by its Worker and its panels."""
+        with self._connections.lock:
+            self._check_open()
+            if self._listener is None:
+                self._listener = Listener(self._connections.listening)
+            return self._listener
+
+    def watch(self, run_id: str, wake: Callable[[], None]) -> Watch:
+        """Call ``wake()`` after every commit, by any process, to ``run_id`` or a run of its
+        tree (:mod:`agentnb.store.watch`); what a :class:`~agentnb.widgets.RunView` follows."""
+        return self.listener.watch(run_topic(run_id), wake)
 
     checkpoint = for_run(SqlCheckpointer.checkpoint)
     checkpoints = for_run(SqlCheckpointer.checkpoints)

@@ -19,6 +19,7 @@ from agentnb.store.postgres_session import Disconnected
 
 __all__ = [
     "SHARED",
+    "WATCHED",
     "begin",
     "for_new_run",
     "for_run",
@@ -32,6 +33,8 @@ _DATABASE = 0
 """Advisory lock space 0, key 0: the database-wide key (exclusive: retention, machines)."""
 _RUNS = 1
 """Advisory lock space 1: one key per run id (:func:`run_lock`)."""
+WATCHED = 2
+"""Advisory lock space 2: a topic some process watches (its listener holds the key shared)."""
 SHARED = "\x00any run"
 """The lock key of a write that takes no run's lock, only the shared database key: a
 claim (its rows are locked by ``FOR UPDATE SKIP LOCKED``) and a heartbeat."""
@@ -123,10 +126,15 @@ def for_new_run(method: _F) -> _F:
     return cast(_F, reconnecting(locked))
 
 
-def begin(key: str | None, *, durable: bool) -> str:
+def begin(key: str | None, *, durable: bool, topic: str | None = None) -> str:
     """``BEGIN`` and the locks of ``key`` in one round trip, with the commit level, and the
-    transaction id to ask about if the COMMIT is cut off (integers only, no parameters)."""
-    level = "set_config('synchronous_commit', 'on', true), " if durable else ""
+    transaction id to ask about if the COMMIT is cut off (integers only, no parameters).
+
+    With a ``topic`` (:mod:`agentnb.store.postgres_listener`), the next-to-last column says
+    whether nobody watches it (False: a panel does; announce the commit)."""
+    extra = "set_config('synchronous_commit', 'on', true), " if durable else ""
+    if topic is not None:
+        extra += f"pg_try_advisory_xact_lock({WATCHED}, {run_lock(topic)}), "
     if key is None:
         locks = f"pg_advisory_xact_lock({_DATABASE}, 0)"
     elif key is SHARED:
@@ -136,4 +144,4 @@ def begin(key: str | None, *, durable: bool) -> str:
             f"pg_advisory_xact_lock_shared({_DATABASE}, 0), "
             f"pg_advisory_xact_lock({_RUNS}, {run_lock(key)})"
         )
-    return f"BEGIN; SELECT {level}{locks}, pg_current_xact_id()::text"
+    return f"BEGIN; SELECT {locks}, {extra}pg_current_xact_id()::text"

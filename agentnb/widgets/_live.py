@@ -30,6 +30,7 @@ import traitlets
 
 from agentnb.errors import AgentnbError
 from agentnb.render.svg import SVG_ALLOW
+from agentnb.store.watch import UNWATCHED, Watch, watch
 from agentnb.widgets._drawing import DRAWERS, viz_js_bytes
 from agentnb.widgets._relay import Relay
 from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
@@ -103,7 +104,12 @@ class LiveView(anywidget.AnyWidget):
     _svg_allow = traitlets.Dict(SVG_ALLOW).tag(sync=True)
     """The SVG allow-list the browser scrubs drawings with (the one Python checks with)."""
 
-    def _start_relay(self, *, max_rate: float, poll_interval: float, name: str) -> None:
+    _watch: Watch = UNWATCHED
+
+    def _start_relay(
+        self, *, max_rate: float, poll_interval: float, name: str, store: object, key: str
+    ) -> None:
+        """Make the relay, woken by ``store``'s announcements of ``key`` if it makes any."""
         self._views: set[str] = set()  # browser views open (kernel thread)
         self._snapshots: list[str] = []  # display ids of the static snapshots shown
         self.messages_sent = 0
@@ -115,6 +121,10 @@ class LiveView(anywidget.AnyWidget):
             poll_interval=poll_interval,
             name=name,
         )
+        # For the panel's lifetime, browser or not: its traits follow another process's
+        # commits as they follow this one's (a store that announces nothing: UNWATCHED).
+        self._watch = watch(store, key, self._relay.wake)
+        self._relay.announced = lambda: self._watch.live
 
     # -- what subclasses provide ---------------------------------------------------------
 
@@ -163,6 +173,7 @@ class LiveView(anywidget.AnyWidget):
         # Also called by Widget.__del__, possibly on a view whose __init__ failed half-way:
         # _detach() then finds nothing to forget.
         self._detach()
+        self._watch.close()
         relay = getattr(self, "_relay", None)
         if relay is not None:
             relay.stop()

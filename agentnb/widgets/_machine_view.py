@@ -5,6 +5,7 @@ The panel owns no truth: it reads the instance's row and history from its store 
 on the relay thread (:mod:`agentnb.widgets._relay`). Events go through the instance's own
 ``asend``, so the store decides, exactly as for code. Transitions committed in this process
 wake the relay (a machine listener); those of other processes, and ignored events, are
+announced by a PostgreSQL store (``LISTEN``/``NOTIFY``, :mod:`agentnb.store.watch`) or
 found by polling the store's row — one read by primary key — while a view is open.
 
 Given a :class:`~agentnb.fsm.MachineReloader`, the panel follows the file: when a new
@@ -83,7 +84,8 @@ class MachineView(LiveView):
             the DOT with Graphviz compiled to WebAssembly) or ``"auto"`` (``dot`` when
             installed).
         max_rate: at most this many updates per second reach the browser.
-        poll_interval: seconds between store polls while a view is open.
+        poll_interval: seconds between store polls while a view is open (on PostgreSQL,
+            only while the store's listening connection is down).
 
     Raises:
         IncompatibleMachine: ``reloader``'s definition cannot run this instance.
@@ -157,7 +159,11 @@ class MachineView(LiveView):
         self._unsubscribe: Callable[[], None] | None = None
         self._closed = False
         self._start_relay(
-            max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-mview-{instance.id[:8]}"
+            max_rate=max_rate,
+            poll_interval=poll_interval,
+            name=f"agentnb-mview-{instance.id[:8]}",
+            store=self._store,
+            key=instance.id,
         )
         self._controls = MachineControls(instance, self._relay.wake)  # type: ignore[arg-type]
         self._loop = running_loop()  # the kernel's: where events from the buttons are sent

@@ -3,8 +3,11 @@
 Why a thread and not a task on the kernel's event loop: a run driven from a cell with the
 sync API (``run.run()``) blocks the kernel's loop for the whole run, and a decision made
 by another process must show up even while a cell is busy. The thread wakes when this
-process commits an event (a workflow listener calls :meth:`Relay.wake`), and otherwise
-polls the store every ``poll_interval`` seconds while a browser view is open.
+process commits an event (a workflow listener calls :meth:`Relay.wake`), when the store
+announces another process's commit (PostgreSQL's ``LISTEN``/``NOTIFY``, through
+:mod:`agentnb.store.watch`), and otherwise polls the store every ``poll_interval``
+seconds while a browser view is open — unless the store's announcements are
+:attr:`Relay.announced` (then it polls only while the listening connection is down).
 
 Coalescing: after each refresh the relay waits out ``min_interval`` before the next one,
 so a workflow committing thousands of events per second costs the browser at most
@@ -50,6 +53,9 @@ class Relay:
         self.poll_interval = poll_interval
         self.polling = False
         """Poll the store on a timer; on while a browser view is open."""
+        self.announced: Callable[[], bool] = lambda: False
+        """True while the store announces every commit (no need to poll); whoever changes
+        what it answers calls :meth:`wake`, so the next wait is chosen by the new answer."""
         self.refreshes = 0
         """How many refreshes ran (the update rate actually used, for benchmarks)."""
         self._jobs: deque[Callable[[], None]] = deque()
@@ -95,7 +101,8 @@ class Relay:
     def _loop(self) -> None:
         last = float("-inf")
         while not self._stopped.is_set():
-            self._wake.wait(self.poll_interval if self.polling else None)
+            polls = self.polling and not self.announced()
+            self._wake.wait(self.poll_interval if polls else None)
             if self._stopped.is_set():
                 return
             # A view's request (rows it scrolled to, a step of the history) is answered at

@@ -89,7 +89,9 @@ class RunView(LiveView):
             kernel — this kernel runs the run on to its next pause or its end. Approvals
             made by code in this kernel (``run.approve()``) are left to that code.
         max_rate: at most this many updates per second reach the browser.
-        poll_interval: seconds between store polls while a view is open.
+        poll_interval: seconds between store polls while a view is open. On PostgreSQL
+            the store announces every commit to the run (``LISTEN``/``NOTIFY``) and the
+            panel polls only while its listening connection is down.
 
     Example:
         >>> view = RunView(workflow.start({"requested": 900}))  # doctest: +SKIP
@@ -157,7 +159,11 @@ class RunView(LiveView):
         self._inside = Inside(run)
         self._overlay: dict[str, Any] = {}
         self._start_relay(
-            max_rate=max_rate, poll_interval=poll_interval, name=f"agentnb-view-{run.run_id[:8]}"
+            max_rate=max_rate,
+            poll_interval=poll_interval,
+            name=f"agentnb-view-{run.run_id[:8]}",
+            store=self._store,
+            key=run.run_id,
         )
         self._controls = Controls(
             run,

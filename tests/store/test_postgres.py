@@ -373,7 +373,7 @@ def test_a_plain_step_is_one_statement_in_one_round_trip(
         )
     step(pg, "r1", fence, 1)
     assert len(sent) == 1
-    assert sent[0].startswith("INSERT INTO entries")
+    assert sent[0].startswith("WITH step AS (INSERT INTO entries")  # and its announcement
     assert "FOR SHARE" in sent[0]
     assert pg.checkpoint("r1").state == {"n": 1}
 
@@ -512,9 +512,15 @@ def test_an_idle_connection_terminated_by_the_server_is_replaced(
 def listening(store: PostgresCheckpointer) -> Any:
     import asyncio
 
-    asyncio.run(store.await_work("w", 30))  # the first wait starts listening, returns at once
-    assert store._listener is not None
-    return store._listener
+    # The first wait starts listening, and returns once it listens.
+    assert asyncio.run(store.listener.await_work("w", 30)) is True
+    return store.listener
+
+
+def woken(listener: Any, timeout: float) -> bool:
+    import asyncio
+
+    return bool(asyncio.run(listener.await_work("w", timeout)))
 
 
 def queued_workflow(store: PostgresCheckpointer) -> Any:
@@ -527,7 +533,7 @@ def test_a_submitted_run_wakes_a_listening_worker(pg: PostgresCheckpointer, pg_d
     listener = listening(pg)
     with PostgresCheckpointer(pg_dsn) as other:
         queued_workflow(other).submit({})
-    assert listener.wait(30) is True
+    assert woken(listener, 30) is True
 
 
 def test_an_approval_wakes_a_listening_worker(pg: PostgresCheckpointer, pg_dsn: str) -> None:
@@ -536,7 +542,7 @@ def test_an_approval_wakes_a_listening_worker(pg: PostgresCheckpointer, pg_dsn: 
     listener = listening(pg)
     with PostgresCheckpointer(pg_dsn) as other:
         other.decide(run.run_id, "approved", "ada")
-    assert listener.wait(30) is True
+    assert woken(listener, 30) is True
 
 
 def test_steps_nobody_waits_for_wake_no_worker(pg: PostgresCheckpointer, pg_dsn: str) -> None:
@@ -544,23 +550,34 @@ def test_steps_nobody_waits_for_wake_no_worker(pg: PostgresCheckpointer, pg_dsn:
     with PostgresCheckpointer(pg_dsn) as other:
         new_run(other, "r2")
         step(other, "r2", other.acquire("r2", new_owner()).fence, 1)
-    assert listener.wait(0.2) is False
+    assert woken(listener, 0.2) is False
 
 
-def test_a_cancelled_wait_leaves_its_wake_up_for_the_next(pg: PostgresCheckpointer) -> None:
+def test_a_cancelled_wait_leaves_its_wake_up_for_the_next(
+    pg: PostgresCheckpointer, pg_dsn: str
+) -> None:
     import asyncio
+    import time
 
     listener = listening(pg)
 
-    async def cancel_one() -> None:
-        task = asyncio.ensure_future(pg.await_work("w", 0.2))
+    async def cancel_one() -> bool:
+        task = asyncio.ensure_future(pg.await_work("w", 30))
         await asyncio.sleep(0)  # let it start waiting
+        # The sign arrives while the loop is held: the wait has heard it but not returned.
+        seen = listener._work.generation
+        with PostgresCheckpointer(pg_dsn) as other:
+            queued_workflow(other).submit({})
+        deadline = time.monotonic() + 30
+        while listener._work.generation == seen:
+            assert time.monotonic() < deadline, "the submitted run was never announced"
+            time.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        return bool(await listener.await_work("w", 30))
 
-    asyncio.run(cancel_one())
-    assert listener.wait(30) is True  # at once: what the cancelled wait heard is not lost
+    assert asyncio.run(cancel_one()) is True  # what the cancelled wait heard is not lost
 
 
 def test_the_store_keeps_its_commit_level_on_a_connection_it_reopened(pg_dsn: str) -> None:
