@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,8 @@ import pytest
 
 from agentnb import NodeContext, SqliteCheckpointer, StateGraph, Status, Workflow
 from agentnb.cli import main
+from tests.processes import python
 
-ROOT = Path(__file__).parents[1]
 SEATS = {"question": "How many seats?", "schema": {"type": "integer", "minimum": 1}}
 
 
@@ -235,15 +232,8 @@ def test_processes_racing_to_answer_one_question_record_exactly_one_answer(
     (tmp_path / "ids.json").write_text(json.dumps(run_ids))
     go = tmp_path / "go"
     worker = Path(__file__).with_name("respond_worker.py")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(worker), str(path), str(go), str(me), str(tmp_path / "ids.json")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        python(worker, str(path), str(go), str(me), str(tmp_path / "ids.json"))
         for me in range(1, 5)
     ]
     for proc in procs:

@@ -2,39 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentnb import SqliteCheckpointer
+from tests.processes import finished as finish
+from tests.processes import python
 
-ROOT = Path(__file__).parents[1]
 WORKER = Path(__file__).with_name("crash_worker.py")
 
 
 def worker(tmp: Path, command: str, stop_at: str = "") -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTNB_STOP_AT": stop_at}
     args = [str(tmp / "runs.sqlite3"), str(tmp / "payments.sqlite3"), "crash-run", command]
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return python(WORKER, *args, AGENTNB_STOP_AT=stop_at)
 
 
 def crash_free(tmp: Path) -> dict[str, Any]:

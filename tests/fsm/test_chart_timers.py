@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 
 from agentnb import ManualClock, SqliteCheckpointer, State, Statechart
 from agentnb.fsm import Cancel, Send
+from tests.processes import python
 
 WORKER = Path(__file__).with_name("chart_worker.py")
 sys.path.insert(0, str(WORKER.parent))
@@ -20,10 +20,7 @@ from chart_worker import chart  # noqa: E402
 
 
 def worker(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, text=True, env=env
-    )
+    return python(WORKER, *args)
 
 
 def test_a_timer_scheduled_by_one_process_is_found_and_fired_by_another(tmp_path: Path) -> None:
@@ -53,12 +50,10 @@ def test_a_timer_survives_the_sigkill_of_the_process_that_scheduled_it(tmp_path:
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == "started"  # committed, then blocked
         victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=60)
     finally:
         if victim.poll() is None:
             victim.kill()
-        if victim.stdout is not None:
-            victim.stdout.close()
+        victim.communicate(timeout=60)  # reaps it and closes its pipes
     assert victim.returncode == -signal.SIGKILL
     with SqliteCheckpointer(db) as store:
         kettle = chart().resume("k9", store=store, clock=ManualClock(60))

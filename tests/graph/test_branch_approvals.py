@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import operator
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,8 +22,7 @@ from agentnb import (
     TaskNotNamed,
 )
 from tests.conftest import Driver
-
-ROOT = Path(__file__).parents[2]
+from tests.processes import python
 
 
 def fan(store: Checkpointer | None, *held: str, calls: Counter[str] | None = None) -> Any:
@@ -141,17 +137,9 @@ def test_processes_racing_to_approve_held_tasks_decide_each_exactly_once(
     assert len(pairs) == 15
     (tmp_path / "ids.json").write_text(json.dumps(pairs))
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     worker = Path(__file__).with_name("approval_worker.py")
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(worker), str(path), str(go), str(i), str(tmp_path / "ids.json")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(6)
+        python(worker, str(path), str(go), str(i), str(tmp_path / "ids.json")) for i in range(6)
     ]
     for proc in procs:
         assert proc.stdout is not None

@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentnb import SqliteCheckpointer
+from tests.processes import python
 
-ROOT = Path(__file__).parents[2]
 WORKER = Path(__file__).with_name("branch_worker.py")
 
 
 def worker(tmp: Path, command: str) -> subprocess.Popen[str]:
     args = [str(tmp / "runs.sqlite3"), str(tmp / "ledger.sqlite3"), "branches", command]
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return python(WORKER, *args)
 
 
 @pytest.mark.slow

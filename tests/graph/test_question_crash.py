@@ -3,43 +3,22 @@ the recorded answer and the recorded side effect; nothing is asked or paid twice
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentnb import SqliteCheckpointer
+from tests.processes import finished as finish
+from tests.processes import python
 
-ROOT = Path(__file__).parents[2]
 WORKER = Path(__file__).with_name("question_worker.py")
 
 
 def worker(tmp: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(WORKER),
-            str(tmp / "runs.sqlite3"),
-            str(tmp / "ledger.sqlite3"),
-            *args,
-        ],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return python(WORKER, str(tmp / "runs.sqlite3"), str(tmp / "ledger.sqlite3"), *args)
 
 
 @pytest.mark.slow

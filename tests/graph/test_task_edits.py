@@ -8,9 +8,7 @@ import asyncio
 import io
 import json
 import operator
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from agentnb import (
 )
 from agentnb.cli import main
 from tests.conftest import Driver
+from tests.processes import python
 
 ROOT = Path(__file__).parents[2]
 
@@ -265,16 +264,9 @@ def test_two_processes_deciding_different_held_tasks_both_succeed_each_once(
         wf = review(store)
         run_ids = [wf.start(START).run().run_id for _ in range(8)]
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     worker = Path(__file__).with_name("task_edit_worker.py")
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(worker), str(path), str(go), task],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        python(worker, str(path), str(go), task)
         for task in ("b", "d", "b", "d")  # two deciders per task, racing too
     ]
     for proc in procs:
@@ -309,13 +301,7 @@ def test_an_edit_is_kept_when_the_resumed_superstep_is_killed_after_the_edited_t
     db, ledger = str(tmp_path / "runs.sqlite3"), str(tmp_path / "ledger.sqlite3")
 
     def spawn(command: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, str(worker), db, ledger, command],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        return python(worker, db, ledger, command)
 
     first = spawn("start")
     assert first.stdout is not None
