@@ -49,7 +49,7 @@ from agentnb.fsm.chart import Statechart
 from agentnb.fsm.interpreter import Microstep, Session, TimerRequest, new_event
 from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.fsm.records import InstanceSnapshot, TimerChange, TimerRecord, TransitionRecord
-from agentnb.fsm.storage import MachineStore
+from agentnb.fsm.storage import MachineStore, incoming
 from agentnb.fsm.timers import Clock, wall_clock
 
 if TYPE_CHECKING:
@@ -178,13 +178,9 @@ class ChartInstance(Drawable, MachineViewable):
         return self._deliver(event, payload, event_id)
 
     def _deliver(self, event: str, payload: Any, event_id: str | None) -> TransitionRecord:
-        if payload is not None:  # None is JSON and immutable: nothing to check or copy
-            check(payload, root="payload")
-            payload = loads(dumps(payload))
-        if event_id is not None:
-            done = self.store.find_event(self.id, event_id)
-            if done is not None:
-                return done
+        payload, done = incoming(self.store, self.id, payload, event_id)
+        if done is not None:
+            return done
         saved, _ = self._step(new_event(str(event), payload), event_id, None, strict=self.strict)
         return saved
 

@@ -49,7 +49,7 @@ from agentnb.errors import (
 from agentnb.fsm.machine import StateLike, StateMachine, Transition, callable_name
 from agentnb.fsm.memory import MemoryMachineStore
 from agentnb.fsm.records import InstanceSnapshot, TimerRecord, TransitionRecord
-from agentnb.fsm.storage import MachineStore
+from agentnb.fsm.storage import MachineStore, incoming
 from agentnb.resilience import guarded_call
 
 if TYPE_CHECKING:
@@ -160,12 +160,9 @@ class MachineInstance(Drawable, MachineViewable):
             StoreError: another send on this instance committed first; nothing was saved.
         """
         machine = self._machine
-        check(payload, root="payload")
-        payload = loads(dumps(payload))  # a detached copy, as it will be stored
-        if event_id is not None:
-            done = self.store.find_event(self.id, event_id)
-            if done is not None:
-                return done
+        payload, done = incoming(self.store, self.id, payload, event_id)
+        if done is not None:
+            return done
         snap = self._snapshot()
         transition: Transition | None = None
         if isinstance(event, str):

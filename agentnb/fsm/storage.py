@@ -8,11 +8,12 @@ type of its ``machines`` without importing instances. Implementations:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
+from agentnb._json import check, dumps, loads
 from agentnb.fsm.records import InstanceSnapshot, TimerChange, TimerRecord, TransitionRecord
 
-__all__ = ["MachineStore"]
+__all__ = ["MachineStore", "incoming"]
 
 
 class MachineStore(Protocol):
@@ -51,3 +52,19 @@ class MachineStore(Protocol):
 
     def timers(self, instance_id: str) -> list[TimerRecord]:
         """The instance's pending timers, by fire time then scheduling order."""
+
+
+def incoming(
+    store: MachineStore, instance_id: str, payload: Any, event_id: str | None
+) -> tuple[Any, TransitionRecord | None]:
+    """An event's payload as it will be stored (checked, a detached copy), and the record
+    of the event already committed under ``event_id`` (a repeated send), if any.
+
+    Raises:
+        InvalidState: the payload is not JSON.
+    """
+    if payload is not None:  # None is JSON and immutable: nothing to check or copy
+        check(payload, root="payload")
+        payload = loads(dumps(payload))
+    done = None if event_id is None else store.find_event(instance_id, event_id)
+    return payload, done
