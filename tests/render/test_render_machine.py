@@ -14,7 +14,6 @@ import re
 import sys
 import urllib.parse
 import xml.etree.ElementTree as ET
-from enum import Enum, auto
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +37,13 @@ from agentnb.render.extract import (
 from agentnb.render.model import EdgeKind, NodeKind
 from agentnb.render.svg import render_svg
 from agentnb.render.text import to_text
-
-
-class Light(Enum):
-    RED = auto()
-    GREEN = auto()
-    YELLOW = auto()
+from tests.fsm.fsm_support import Light
+from tests.fsm.fsm_support import traffic_light as timer_light
 
 
 def traffic_light() -> StateMachine:
     """The seed's light: timer cycles the colours, emergency turns it red from anywhere."""
-    lights = StateMachine("traffic_light", states=Light, initial=Light.RED)
-    lights.add_transition(Light.RED, "timer", Light.GREEN)
-    lights.add_transition(Light.GREEN, "timer", Light.YELLOW)
-    lights.add_transition(Light.YELLOW, "timer", Light.RED)
+    lights = timer_light()
     lights.add_transition(Light.GREEN, "emergency", Light.RED)
     lights.add_transition(Light.YELLOW, "emergency", Light.RED)
     return lights

@@ -74,16 +74,7 @@ def test_a_transition_made_by_another_process_appears_after_a_poll(tmp_path: Pat
 def test_polling_runs_only_while_a_view_is_open_and_close_stops_everything() -> None:
     light = traffic_light().start("crossing-8")
     fe = MachineFrontend(light)
-    relay = fe.view._relay
-    assert relay.polling is False
-    fe.hello("a")
-    fe.hello("b")
-    fe.click("bye", view="a")
-    assert relay.polling is True
-    fe.click("bye", view="b")
-    assert relay.polling is False
-    fe.close()
-    assert not relay.running
+    fe.assert_polls_only_while_a_view_is_open()
     assert fe.view._saw not in light.machine.listeners
     assert "asend" not in vars(light)
 
@@ -209,13 +200,7 @@ def test_the_browser_lays_out_the_dot_with_every_edge_key() -> None:
     light = traffic_light().start("crossing-5")
     fe = MachineFrontend(light, drawer="viz")
     try:
-        fe.hello()
-
-        async def main() -> None:
-            await until(lambda: fe.customs("diagram"), what="the drawing")
-
-        run_async(main)
-        (diagram,) = fe.customs("diagram")
+        diagram = fe.drawing()
         assert diagram["mode"] == "dot"
         for dom_id in [*diagram["nodes"], *diagram["edges"]]:
             assert f'id="{dom_id}"' in diagram["dot"]

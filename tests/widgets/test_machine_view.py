@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from machine_support import MachineFrontend, traffic_light
-from widget_support import run_async, until
+from widget_support import displayed, run_async, until
 
 from agentnb import MemoryCheckpointer, SqliteCheckpointer
 from agentnb.errors import TransitionNotAllowed
@@ -309,16 +309,7 @@ def test_displaying_a_view_adds_a_static_snapshot_for_kernel_less_readers(
     light: MachineInstance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     light.send("timer")
-    shown: list[dict[str, Any]] = []
-    monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
-    v = MachineView(light)
-    model_id = v.model_id
-    try:
-        v._ipython_display_()
-    finally:
-        v.close()
-    widget, snapshot = shown
-    assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == model_id
+    _, snapshot = displayed(MachineView(light), monkeypatch)
     assert snapshot["text/html"].startswith(f'<div class="{SNAPSHOT_CLASS}"><svg')
     assert "#1 RED --timer--> GREEN" in snapshot["text/plain"]
     assert 'context: {"night":false}' in snapshot["text/plain"]

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from widget_support import Frontend, run_async, until
+from widget_support import Frontend, displayed, run_async, until
 
 from agentnb import END, SqliteCheckpointer, StateGraph
 from agentnb.examples import build_refund_workflow
@@ -98,13 +98,7 @@ def test_without_dot_the_browser_gets_dot_source_and_the_ids_to_light(
     run = build_refund_workflow(store, []).start({})
     fe = Frontend(run, drawer="viz" if drawer == "viz" else "auto")
     try:
-        fe.hello()
-
-        async def main() -> None:
-            await until(lambda: fe.customs("diagram"), what="the drawing")
-
-        run_async(main)
-        (diagram,) = fe.customs("diagram")
+        diagram = fe.drawing()
         assert diagram["mode"] == "dot"
         assert diagram["dot"].startswith("digraph agentnb {")
         for dom_id in diagram["nodes"]:
@@ -268,16 +262,7 @@ def test_polling_runs_only_while_a_view_is_open_and_close_stops_everything(
     wf = build_refund_workflow(store, [])
     run = wf.start({})
     fe = Frontend(run)
-    relay = fe.view._relay
-    assert relay.polling is False
-    fe.hello("a")
-    fe.hello("b")
-    fe.click("bye", view="a")
-    assert relay.polling is True
-    fe.click("bye", view="b")
-    assert relay.polling is False
-    fe.close()
-    assert not relay.running
+    fe.assert_polls_only_while_a_view_is_open()
     assert fe.view._controls.saw not in wf.listeners
 
 
@@ -286,16 +271,7 @@ def test_displaying_a_view_adds_a_static_snapshot_for_kernel_less_readers(
 ) -> None:
     run = build_refund_workflow(store, []).start({"requested": 1000})
     run.step()
-    shown: list[dict[str, Any]] = []
-    monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
-    v = RunView(run)
-    model_id = v.model_id
-    try:
-        v._ipython_display_()
-    finally:
-        v.close()
-    widget, snapshot = shown
-    assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == model_id
+    _, snapshot = displayed(RunView(run), monkeypatch)
     html = snapshot["text/html"]
     assert html.startswith(f'<div class="{SNAPSHOT_CLASS}"><svg')
     assert "pending" in snapshot["text/plain"]

@@ -85,6 +85,46 @@ class Recorder(Generic[V]):
     def close(self) -> None:
         self.view.close()
 
+    def drawing(self) -> dict[str, Any]:
+        """Open a browser view and wait for the one drawing it is sent."""
+        self.hello()
+
+        async def main() -> None:
+            await until(lambda: self.customs("diagram"), what="the drawing")
+
+        run_async(main)
+        (diagram,) = self.customs("diagram")
+        return diagram
+
+    def assert_polls_only_while_a_view_is_open(self) -> None:
+        """Two views open, one closes: the relay still polls; the last closes: it stops;
+        closing the panel stops the relay thread."""
+        relay = self.view._relay
+        assert relay.polling is False
+        self.hello("a")
+        self.hello("b")
+        self.click("bye", view="a")
+        assert relay.polling is True
+        self.click("bye", view="b")
+        assert relay.polling is False
+        self.close()
+        assert not relay.running
+
+
+def displayed(view: LiveView, monkeypatch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a notebook shows for ``view`` (the widget, then its static snapshot); the view
+    is closed afterwards."""
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
+    model_id = view.model_id
+    try:
+        view._ipython_display_()
+    finally:
+        view.close()
+    widget, snapshot = shown
+    assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == model_id
+    return widget, snapshot
+
 
 class Frontend(Recorder[RunView]):
     """A RunView and its recorder."""
