@@ -108,6 +108,7 @@ bench: $(VENV)/.dev system-deps postgres-server
 	$(PY) bench/bench_longrun.py
 	$(PY) bench/bench_parallel.py
 	$(PY) bench/bench_postgres.py
+	$(PY) bench/bench_wake.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
