@@ -89,15 +89,15 @@ POSTGRES = Dialect(
 """PostgreSQL's spelling: ``%s`` parameters, no index hints, its own claim and errors."""
 
 _STEP = spell(
-    f"WITH step AS ({ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? "
-    "AND fence = ? AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? "
-    "FOR SHARE RETURNING 1) SELECT (SELECT count(*) FROM step), "
-    f"pg_try_advisory_xact_lock({WATCHED}, ?) OR (SELECT pg_notify('{CHANGES}', ?) IS NULL)"
+    f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? AND fence = ? "
+    "AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? FOR SHARE "
+    f"RETURNING pg_try_advisory_xact_lock({WATCHED}, ?) "
+    f"OR (SELECT pg_notify('{CHANGES}', ?) IS NULL)"
 )
 """PostgreSQL's plain step (:meth:`PostgresCheckpointer._step`): the shared
-:data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked, and
-the step announced if a panel watches its run (:mod:`agentnb.store.postgres_listener`):
-how many entries it wrote, and whether nobody watches."""
+:data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked; the
+entry written is announced if a panel watches its run (the probe and ``NOTIFY`` of
+:mod:`agentnb.store.postgres_listener`, in the same statement)."""
 _WRITTEN = "SELECT 1 FROM entries WHERE run_id = %s AND seq = %s AND at = %s"
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 
@@ -345,7 +345,7 @@ class PostgresCheckpointer(SqlCheckpointer):
                 if session.raw(_WRITTEN, (run_id, row[1], row[6])).fetchone() is not None:
                     return True
                 raise
-            return bool(done.fetchone()[0])
+            return bool(done.rowcount)
 
     # -- claiming work (agentnb.store.postgres_claims) ------------------------------------
 
