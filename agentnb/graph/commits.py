@@ -8,6 +8,7 @@ snapshot), a pause, the end, a failure or a cancellation.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import time
@@ -133,6 +134,32 @@ class Committer:
             self.state, self.frontier = state, frontier
         if self.workflow.listeners:
             self.workflow._notify(change.events)
+
+    async def _acquire(self, lease_seconds: float) -> RunRecord:
+        """Take the run's lease. A drive cancelled meanwhile (Stop, an interrupted cell)
+        does not leave it held by no one until it expires: a store call offloaded to a
+        thread ends there all the same, so it is waited for, and the run it leased is
+        recorded cancelled (as a drive cancelled later is) and given back."""
+        call = asyncio.ensure_future(
+            self.store.aacquire(self.run_id, self.owner, lease_seconds=lease_seconds)
+        )
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            try:
+                record = await call
+            except Exception:  # it leased nothing; the cancellation goes on
+                raise asyncio.CancelledError from None
+            self.fence, self._seqs = record.fence, itertools.count(record.seq + 1)
+            if record.status == Status.PENDING or record.status.finished:
+                await self.store.arelease(self.run_id, self.fence)
+            else:
+                where, step = record.node, record.step
+                cancelled = self._event(
+                    EventType.CANCELLED, where, step, {"reason": "CancelledError"}
+                )
+                await self._stop(Status.CANCELLED, where, step, cancelled, None)
+            raise
 
     async def _stop(
         self, status: Status, node: str, step: int, event: Event, error: BaseException | None

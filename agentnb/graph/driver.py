@@ -89,9 +89,7 @@ class Driver(Fanout):
         if self.leased:
             record = self.start.record
         else:
-            record = await self.store.aacquire(
-                self.run_id, self.owner, lease_seconds=wf.lease_seconds
-            )
+            record = await self._acquire(wf.lease_seconds)
         self.fence = record.fence
         start = self.start.record
         if record.step != start.step or record.seq != start.seq:

@@ -260,3 +260,47 @@ def test_an_async_nodes_aonce_reads_and_writes_the_ledger_off_the_loop(tmp_path:
         assert (run.state["receipt"], paid) == (42, [1])
         assert len(store.threads) == 2  # one read (not done yet), one write
         assert threading.get_ident() not in store.threads
+
+
+class HeldAcquire(SqliteCheckpointer):
+    """A store whose lease-taking waits, in its worker thread, until the test lets it go."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def acquire(self, run_id: str, owner: str, **kwargs: Any) -> Any:
+        self.entered.set()
+        assert self.go.wait(30), "the test never let the acquire go"
+        return super().acquire(run_id, owner, **kwargs)
+
+
+def test_a_drive_cancelled_while_its_lease_is_being_taken_records_the_run_cancelled(
+    tmp_path: Path,
+) -> None:
+    # Stop pressed (or a cell interrupted) while acquire runs in its thread: the thread
+    # takes the lease all the same. The run must not stay 'running' under a lease no one
+    # holds any more; it is recorded cancelled, as a drive cancelled later is, and given back.
+    store = HeldAcquire(tmp_path / "held.sqlite3")
+    g = StateGraph("held").add_node("a", lambda s: {"n": 1}).set_entry_point("a")
+    run = g.add_edge("a", "__end__").compile(store).start({})
+
+    async def main() -> None:
+        async def drive() -> None:
+            async for _ in run.astream():
+                pass
+
+        task = asyncio.ensure_future(drive())
+        assert await asyncio.to_thread(store.entered.wait, 30)
+        task.cancel()
+        store.go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    record = store.get_run(run.run_id)
+    assert record.status == Status.CANCELLED
+    assert record.lease_owner is None
+    assert [e.type for e in store.events(run.run_id)][-1] == "cancelled"
+    assert run.run().status == Status.COMPLETED  # and Run continues it
+    store.close()
