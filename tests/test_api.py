@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,38 @@ def test_every_error_class_is_importable_from_agentnb_and_listed_in_all() -> Non
     assert sorted(set(classes) - set(errors.__all__)) == []
     for name, cls in classes.items():
         assert getattr(agentnb, name) is cls, name
+
+
+def test_every_error_says_it_lives_in_agentnb_errors_whichever_module_defines_it() -> None:
+    # Tracebacks, reprs and pickles name the class by its __module__: the private module
+    # that writes it (agentnb.errors._runs ...) is not where users import it from.
+    from agentnb import errors
+
+    for name in (*errors.__all__, "describe"):
+        obj = getattr(errors, name)
+        assert obj.__module__ == "agentnb.errors", name
+        assert pickle.loads(pickle.dumps(obj)) is obj, name
+
+
+def test_the_error_modules_import_only_the_standard_library_and_each_other() -> None:
+    # Every layer imports agentnb.errors, so it imports nothing of agentnb's; its private
+    # modules import the root module, never the package (whose __init__ imports them).
+    problems = []
+    paths = sorted((PACKAGE / "errors").glob("*.py"))
+    assert len(paths) > 1
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else ["(relative)"]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                stdlib = name.partition(".")[0] in sys.stdlib_module_names
+                if not (stdlib or name.startswith("agentnb.errors._")):
+                    problems.append(f"{path.name} imports {name}")
+    assert problems == []
 
 
 def test_importing_agentnb_loads_no_optional_or_heavy_dependency() -> None:

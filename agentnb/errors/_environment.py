@@ -1,0 +1,50 @@
+"""Errors of what agentnb runs on: a missing optional dependency, Graphviz."""
+
+from __future__ import annotations
+
+from agentnb.errors._root import AgentnbError
+
+
+class MissingDependency(AgentnbError):
+    """An optional dependency is not installed.
+
+    Attributes:
+        package: what is missing.
+        extra: the agentnb extra that brings it (``pip install "agentnb[extra]"``).
+        purpose: what it was needed for.
+        install: how to install it, when pip cannot (a system program such as Graphviz).
+    """
+
+    def __init__(
+        self, package: str, extra: str, purpose: str, *, install: str | None = None
+    ) -> None:
+        self.package = package
+        self.extra = extra
+        self.purpose = purpose
+        self.install = install or f'pip install "agentnb[{extra}]"'
+        super().__init__(
+            f"{package} is needed for {purpose} but is not installed. "
+            f"Install it with: {self.install}"
+        )
+
+
+class RenderError(AgentnbError):
+    """Graphviz failed, ran out of time, or produced something unsafe.
+
+    Attributes:
+        problem: what went wrong.
+        detail: what Graphviz said, if anything.
+        fix: what to do about it.
+    """
+
+    REPORT = (
+        "Export the DOT text with draw(obj, 'x.dot') and report it, with `dot -V`, "
+        "to the agentnb issue tracker"
+    )
+
+    def __init__(self, problem: str, detail: str = "", *, fix: str = REPORT) -> None:
+        self.problem = problem
+        self.detail = detail
+        self.fix = fix
+        said = f": {detail.strip()[:500]}" if detail.strip() else ""
+        super().__init__(f"{problem}{said}. {fix}")

@@ -1,0 +1,192 @@
+"""Errors of a run: its state, its nodes, its routing, its lease and its status."""
+
+from __future__ import annotations
+
+from agentnb.errors._root import AgentnbError
+
+
+class InvalidState(AgentnbError):
+    """A value in the state (or a delta) cannot be stored as JSON.
+
+    Attributes:
+        path: where the value sits, e.g. ``state['items'][2]['when']``.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{path}: {reason}. State is saved as JSON: use str, int, float, bool, None, "
+            "lists and dicts with str keys (convert dates with .isoformat(), sets with list())."
+        )
+
+
+class RunError(AgentnbError):
+    """Something happened to a run. ``run_id`` names it."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        super().__init__(message)
+
+
+class NodeFailed(RunError):
+    """A node raised. The run is ``failed``; the original exception is ``__cause__``."""
+
+    def __init__(self, run_id: str, node: str, step: int, error: BaseException) -> None:
+        self.node = node
+        self.step = step
+        self.error = error
+        super().__init__(
+            f"node {node!r} failed at step {step} of run {run_id!r}: "
+            f"{type(error).__name__}: {error}",
+            run_id=run_id,
+        )
+
+
+class NodeTimeout(RunError):
+    """A node (or a state machine's action) did not finish within its ``timeout``.
+
+    It was cancelled. ``run_id`` names the run — or the machine instance, for an action.
+    """
+
+    def __init__(self, run_id: str, node: str, seconds: float, *, what: str = "node") -> None:
+        self.node = node
+        self.seconds = seconds
+        owner = "run" if what == "node" else "instance"
+        super().__init__(
+            f"{what} {node!r} of {owner} {run_id!r} did not finish within {seconds:g} s and "
+            "was cancelled. Give it a larger timeout= or a retry= policy.",
+            run_id=run_id,
+        )
+
+
+class BreakerOpen(RunError):
+    """A circuit breaker is open: calls to its dependency fail fast until it cools down."""
+
+    def __init__(
+        self,
+        breaker: str,
+        node: str,
+        retry_in: float,
+        *,
+        run_id: str | None = None,
+        what: str = "node",
+    ) -> None:
+        self.breaker = breaker
+        self.node = node
+        self.retry_in = retry_in
+        again = "continue the run then (run.run())" if what == "node" else "send the event again"
+        super().__init__(
+            f"circuit breaker {breaker!r} is open after repeated failures, so {what} {node!r} "
+            f"was not called. It lets a trial call through in {retry_in:.1f} s; {again}.",
+            run_id=run_id,
+        )
+
+
+class RoutingError(RunError):
+    """A router raised or returned a target that its edge did not declare."""
+
+    def __init__(self, run_id: str, node: str, message: str) -> None:
+        self.node = node
+        super().__init__(f"routing after {node!r} in run {run_id!r}: {message}", run_id=run_id)
+
+
+class ConflictingUpdate(RunError):
+    """Two tasks of one superstep wrote the same key, and the key has no reducer.
+
+    Nothing of that superstep is saved: the run fails with its last checkpoint intact.
+    """
+
+    def __init__(self, run_id: str, key: str, tasks: tuple[str, str], step: int) -> None:
+        self.key = key
+        self.tasks = tasks
+        self.step = step
+        first, second = tasks
+        super().__init__(
+            f"conflicting update in run {run_id!r}: {first!r} and {second!r} both wrote "
+            f"{key!r} in superstep {step}, and {key!r} has no reducer to merge them. Give it "
+            f"one (StateGraph(reducers={{{key!r}: operator.add}})) or let one branch write it.",
+            run_id=run_id,
+        )
+
+
+class StepBudgetExhausted(RunError):
+    """The run executed ``max_steps`` nodes without finishing."""
+
+    def __init__(self, run_id: str, max_steps: int, node: str) -> None:
+        self.max_steps = max_steps
+        self.node = node
+        super().__init__(
+            f"step budget exhausted: run {run_id!r} executed max_steps={max_steps} nodes and "
+            f"was about to run {node!r}. Look for a loop that never exits, or compile with a "
+            "larger max_steps.",
+            run_id=run_id,
+        )
+
+
+class RunNotFound(RunError):
+    """No run with this id exists in the store."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"no run {run_id!r} in this store. List runs with `agentnb runs --db PATH`.",
+            run_id=run_id,
+        )
+
+
+class RunBusy(RunError):
+    """Another worker is driving the run (it holds an unexpired lease)."""
+
+    def __init__(self, run_id: str, owner: str, expires_at: float) -> None:
+        self.owner = owner
+        self.expires_at = expires_at
+        super().__init__(
+            f"run {run_id!r} is being driven by {owner}; its lease expires at "
+            f"{expires_at:.3f} (epoch seconds). Wait for it, or attach after it expires.",
+            run_id=run_id,
+        )
+
+
+class LeaseLost(RunError):
+    """This worker's lease was taken over; its writes are refused (fencing)."""
+
+    def __init__(self, run_id: str, fence: int) -> None:
+        self.fence = fence
+        super().__init__(
+            f"lost the lease on run {run_id!r} (fence {fence}): another worker took it over, "
+            "so this worker's step was not saved. Re-attach to see the run's current state.",
+            run_id=run_id,
+        )
+
+
+class RunNotActive(RunError):
+    """The run cannot be driven in its current status (e.g. it is pending or finished)."""
+
+    def __init__(self, run_id: str, status: str, hint: str) -> None:
+        self.status = status
+        super().__init__(f"run {run_id!r} is {status}: {hint}", run_id=run_id)
+
+
+class RunActive(RunError):
+    """The run is waiting for a decision or being driven, so it is not deleted."""
+
+    def __init__(self, run_id: str, status: str, worker: str | None = None) -> None:
+        self.status = status
+        self.worker = worker
+        if worker is not None:
+            fix = (
+                f"worker {worker} holds its lease; a run being driven is never deleted. "
+                "Cancel it or wait until it ends, then delete it"
+            )
+        elif status == "pending":
+            fix = (
+                "a person is asked to decide it, and a pending approval is never deleted. "
+                "Reject it first (agentnb reject RUN --db PATH --as NAME), then delete it"
+            )
+        else:
+            fix = (
+                "it was approved and waits for a worker to continue it; deleting it would "
+                "drop that decision. Continue or cancel it first, then delete it"
+            )
+        super().__init__(f"run {run_id!r} is {status}: {fix}", run_id=run_id)
