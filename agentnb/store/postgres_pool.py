@@ -23,6 +23,10 @@ from typing import Any
 from agentnb.errors import MissingDependency, StoreError
 from agentnb.store.postgres_session import Session, configure
 
+LISTENER_NAME = "agentnb-listener"
+"""The ``application_name`` of a store's listening connection, so ``pg_stat_activity``
+tells it from the connections that read and write (``agentnb``)."""
+
 __all__ = ["Connections"]
 
 
@@ -67,6 +71,7 @@ class Connections:
             connect_timeout=self._connect_timeout,
             settings=None if listens else self._settings,
             pool=pool,
+            name=LISTENER_NAME if listens else "agentnb",
         )
 
     def _open_pool(self, dsn: str, size: int, connect_timeout: float) -> Any:

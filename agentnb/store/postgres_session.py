@@ -88,8 +88,10 @@ class Session:
         connect_timeout: float,
         settings: Mapping[str, str] | None = None,
         pool: Any = None,
+        name: str = "agentnb",
     ) -> None:
         self.dsn = dsn
+        self.name = name  # application_name: what pg_stat_activity shows for it
         self.where = masked(dsn)
         self.reconnect_seconds = reconnect_seconds
         self.connect_timeout = connect_timeout
@@ -110,7 +112,7 @@ class Session:
                 self.dsn,
                 autocommit=True,
                 connect_timeout=max(1, round(self.connect_timeout)),
-                application_name="agentnb",
+                application_name=self.name,
             )
         except pg.ProgrammingError as exc:  # a malformed DSN
             fact, fix = _why(exc, malformed=True)

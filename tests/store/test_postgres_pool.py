@@ -15,6 +15,7 @@ import pytest
 from agentnb import PostgresCheckpointer, StateGraph, Status, StoreError, Worker
 from agentnb.store.base import new_owner
 from agentnb.store.postgres_locks import run_lock
+from agentnb.store.postgres_pool import LISTENER_NAME
 from tests.store.test_postgres import _waiting_on_a_lock, new_run, step
 
 
@@ -89,11 +90,26 @@ def test_a_worker_driving_many_runs_uses_at_most_the_pools_connections(pg_dsn: s
     assert 2 <= pool["pool_size"] <= 3  # concurrent runs asked for more than one
 
 
+def test_a_stores_listening_connection_is_named_apart_from_the_pools(
+    pooled: PostgresCheckpointer,
+) -> None:
+    # pg_stat_activity tells a worker's LISTEN from the connections that read and write,
+    # whether or not it has sent its LISTEN yet (counting by query text raced with that).
+    listening = pooled._connections.listening()
+    try:
+        (name,) = listening.execute("SHOW application_name").fetchone()
+    finally:
+        listening.close()
+    with pooled._using():
+        (own,) = pooled._session.raw("SHOW application_name").fetchone()
+    assert (name, own) == (LISTENER_NAME, "agentnb")
+
+
 def _store_backends(monitor: psycopg.Connection[Any]) -> set[int]:
-    """The server's connections opened by agentnb stores, but a worker's LISTEN."""
+    """The server's connections opened by agentnb stores to read and write (a store's
+    listening connection is named apart: it is not the pool's)."""
     rows = monitor.execute(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'agentnb' "
-        "AND query NOT LIKE 'LISTEN%%'"
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'agentnb'"
     ).fetchall()
     return {pid for (pid,) in rows}
 

@@ -123,7 +123,7 @@ def assert_ran_exactly_once(tmp: Path, dsn: str, result: dict[str, Any]) -> None
 def backend_pids(server: ThrowawayPostgres) -> list[int]:
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'agentnb' "
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'agentnb%%' "
             "AND pid <> pg_backend_pid()"
         ).fetchall()
     return [pid for (pid,) in rows]
