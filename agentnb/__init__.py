@@ -73,7 +73,6 @@ from agentnb.store import (
     Event,
     EventType,
     MemoryCheckpointer,
-    PostgresCheckpointer,
     RunRecord,
     SqliteCheckpointer,
     Status,
@@ -165,6 +164,7 @@ _LAZY = {
     "ManualClock": "agentnb.fsm.timers",
     "Parallel": "agentnb.fsm.chart",
     "State": "agentnb.fsm.chart",
+    "PostgresCheckpointer": "agentnb.store.postgres",  # most sessions never need it
     "Worker": "agentnb.graph.worker",  # lazily: it needs asyncio, which import agentnb does not
     "Statechart": "agentnb.fsm.chart",
     "load_scxml": "agentnb.fsm.scxml",
@@ -174,7 +174,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    """Statechart names are imported when first used, so ``import agentnb`` stays light."""
+    """Statechart names, the Worker and the PostgreSQL store are imported when first used,
+    so ``import agentnb`` stays light."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agentnb' has no attribute {name!r}")

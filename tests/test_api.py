@@ -160,7 +160,8 @@ def test_importing_agentnb_loads_no_optional_or_heavy_dependency() -> None:
         "heavy = {'asyncio', 'ipywidgets', 'IPython', 'graphviz', 'anywidget', 'jupyter_client',"
         " 'jsonschema', 'yaml', 'watchfiles', 'prometheus_client', 'psycopg'};"
         "print(sorted(heavy & set(sys.modules)"
-        " | {m for m in sys.modules if m.startswith(('agentnb.fsm', 'agentnb.render'))}))"
+        " | {m for m in sys.modules"
+        "    if m.startswith(('agentnb.fsm', 'agentnb.render', 'agentnb.store.postgres'))}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

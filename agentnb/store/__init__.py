@@ -4,7 +4,6 @@ policies stored with each run."""
 from agentnb.store.base import Checkpointer
 from agentnb.store.memory import MemoryCheckpointer
 from agentnb.store.policy import ApproverPolicy, PendingRun, RunPolicy
-from agentnb.store.postgres import PostgresCheckpointer
 from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
 from agentnb.store.sqlite import SqliteCheckpointer
 
@@ -23,3 +22,13 @@ __all__ = [
     "SqliteCheckpointer",
     "Status",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The PostgreSQL store is imported when first used: most sessions never need it, and
+    its modules are a fifth of what ``import agentnb`` would load."""
+    if name != "PostgresCheckpointer":
+        raise AttributeError(f"module 'agentnb.store' has no attribute {name!r}")
+    from agentnb.store.postgres import PostgresCheckpointer
+
+    return PostgresCheckpointer
