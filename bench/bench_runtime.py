@@ -168,10 +168,9 @@ def approval_floor(folder: Path) -> Callable[[], float]:
     """Plain sqlite3, shaped like the cycle: open, INSERT + COMMIT, close; reopen, one
     conditional UPDATE ... RETURNING + COMMIT, close (the cycle reopens its store too)."""
     counter = iter(range(10**9))
-    name = f"afloor{id(counter)}-"
 
     def measure() -> float:
-        path = str(folder / f"{name}{next(counter)}.sqlite3")
+        path = str(folder / f"afloor{next(counter)}.sqlite3")
         db = connect(path)
         db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, status TEXT, state TEXT)")
         db.close()  # schema creation is not part of the floor, as it is not of the cycle

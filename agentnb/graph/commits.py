@@ -140,9 +140,10 @@ class Committer:
         does not leave it held by no one until it expires: a store call offloaded to a
         thread ends there all the same, so it is waited for, and the run it leased is
         recorded cancelled (as a drive cancelled later is) and given back."""
-        call = asyncio.ensure_future(
-            self.store.aacquire(self.run_id, self.owner, lease_seconds=lease_seconds)
-        )
+        acquiring = self.store.aacquire(self.run_id, self.owner, lease_seconds=lease_seconds)
+        if self.store.direct():  # called on this thread: no cancellation can come between
+            return await acquiring
+        call = asyncio.ensure_future(acquiring)
         try:
             return await asyncio.shield(call)
         except asyncio.CancelledError:

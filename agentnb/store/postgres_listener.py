@@ -256,8 +256,6 @@ class Listener:
 
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET lock_timeout = {round(LOCK_WAIT * 1000)}")
-        # LISTEN last: until a watch's lock is taken, pg_stat_activity shows this
-        # connection's last statement as a LISTEN, which is how monitoring tells it apart.
         conn.execute(f"LISTEN {CHANGES}")
         conn.execute(f"LISTEN {CHANNEL}")
         self.backend_pid = conn.info.backend_pid

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentnb.errors import MissingDependency, StoreError
-from agentnb.store.postgres_session import Session, configure
+from agentnb.store.postgres_session import APPLICATION_NAME, Session, configure
 
 LISTENER_NAME = "agentnb-listener"
 """The ``application_name`` of a store's listening connection, so ``pg_stat_activity``
-tells it from the connections that read and write (``agentnb``)."""
+tells it from the connections that read and write (:data:`APPLICATION_NAME`)."""
 
 __all__ = ["Connections"]
 
@@ -71,7 +71,7 @@ class Connections:
             connect_timeout=self._connect_timeout,
             settings=None if listens else self._settings,
             pool=pool,
-            name=LISTENER_NAME if listens else "agentnb",
+            name=LISTENER_NAME if listens else APPLICATION_NAME,
         )
 
     def _open_pool(self, dsn: str, size: int, connect_timeout: float) -> Any:
@@ -87,7 +87,7 @@ class Connections:
             kwargs={
                 "autocommit": True,
                 "connect_timeout": max(1, round(connect_timeout)),
-                "application_name": "agentnb",
+                "application_name": APPLICATION_NAME,
             },
             configure=lambda conn: configure(conn, settings),
             name="agentnb",

@@ -26,9 +26,11 @@ from agentnb.store.postgres_dialect import spell
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Disconnected", "Session", "configure", "load_psycopg", "masked"]
+__all__ = ["APPLICATION_NAME", "Disconnected", "Session", "configure", "load_psycopg", "masked"]
 
 CONNECT_TIMEOUT = 10
+APPLICATION_NAME = "agentnb"
+"""What ``pg_stat_activity`` shows for a store's connections that read and write."""
 """Seconds a connection attempt waits for the server before it is a typed error."""
 
 
@@ -88,7 +90,7 @@ class Session:
         connect_timeout: float,
         settings: Mapping[str, str] | None = None,
         pool: Any = None,
-        name: str = "agentnb",
+        name: str = APPLICATION_NAME,
     ) -> None:
         self.dsn = dsn
         self.name = name  # application_name: what pg_stat_activity shows for it
