@@ -143,10 +143,12 @@ def test_a_node_streaming_1000_tokens_a_second_fills_its_row_as_it_runs(
     said = int(lab.kernel_eval(NOTEBOOK, "stream_run.state['said']"))
     assert said > 1000  # 2 s of ten tokens every 10 ms, however slow the machine
     # The tokens came into the row while the node ran, in many appends, not at its end.
+    # (The last append may carry the last token before the node's end is committed: the
+    # row can be full while it still runs.)
     changes = page.evaluate("window.__stream")
     growing = sorted({items for items, done, status in changes if status == "running" and not done})
     assert len(growing) >= 3, changes
-    assert 0 < growing[0] < growing[-1] < said
+    assert 0 < growing[0] < growing[-1] <= said
     assert int(row.get_attribute("data-items") or 0) == said
     text = row.locator(".rv-stream-text").inner_text()
     assert len(text) <= 4000  # the newest characters only, and it says so
