@@ -14,6 +14,7 @@ Functions on an open connection, called inside :class:`SqliteCheckpointer`'s loc
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -27,19 +28,42 @@ from agentnb.store.records import Checkpoint
 
 __all__ = ["checkpoint", "checkpoints", "convert", "infos", "state"]
 
-_LATEST = (
-    "SELECT step FROM entries INDEXED BY entries_chain WHERE run_id = ? AND kind IS NOT NULL "
-    "ORDER BY step DESC, seq DESC LIMIT 1"
-)
+_LATEST = "SELECT step FROM entries WHERE run_id = ? AND kind IS NOT NULL ORDER BY seq DESC LIMIT 1"
+"""The latest checkpoint's step: the primary key read backwards from the run's last entry
+(a step's ``step`` never decreases in ``seq``, so the latest row is the highest step)."""
 _ANCHORS = (
     "SELECT step, seq, kind FROM entries INDEXED BY entries_anchors WHERE run_id = ? "
     "AND kind <> 'delta' AND step <= ? "
     "ORDER BY step DESC, seq DESC"
 )
 _DELTAS = (
-    "SELECT step, seq, kind FROM entries INDEXED BY entries_chain WHERE run_id = ? "
-    "AND kind IS NOT NULL AND step BETWEEN ? AND ? ORDER BY step DESC, seq DESC"
+    "SELECT step, seq, kind FROM entries WHERE run_id = ? AND seq >= ? AND kind IS NOT NULL "
+    "AND step <= ? ORDER BY seq LIMIT ?"
 )
+"""The checkpoint rows from an anchor up to a step, oldest first: the primary key read
+forwards from the anchor's ``seq``, one row a step (a step saved again is saved as a
+snapshot, an anchor of its own: no step after the anchor has two rows), so the ``LIMIT``
+ends the scan at the step loaded; ``LIMIT`` rows that do not reach it are a damaged file."""
+_BODIES = (
+    "SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ? "
+    "AND kind IS NOT NULL"
+)
+"""The bodies of a chain's deltas and their anchor: one range of the primary key."""
+_HEAD = "SELECT node, at, tasks FROM entries WHERE run_id = ? AND seq = ?"
+"""The loaded checkpoint's next node, time and frontier (``tasks``, before the bodies)."""
+_LISTING = "SELECT step, node, at FROM entries WHERE run_id = ? AND kind IS NOT NULL ORDER BY seq"
+"""Every checkpoint's step, node and time: the run's range of the primary key (PostgreSQL's
+listing; its big values are TOASTed, out of the row)."""
+_LISTING_ON = (
+    "SELECT run_id, step, node, at FROM entries WHERE run_id >= ? AND kind IS NOT NULL "
+    "ORDER BY run_id, seq"
+)
+"""SQLite's listing: the primary key from the run's first entry on, read until the next
+run's (the caller stops), each row up to ``at``, before its bodies. A range bounded by
+``run_id = ?`` would compare each row's key with the range's end, and in a WITHOUT ROWID
+table a row's key is the whole row: a row bigger than its page (a snapshot, an event
+carrying a state) would be read whole, overflow pages and all. One seek, no end: only the
+rows beside the run's first key are compared."""
 _BY_SEQ = 500
 """Anchors' bodies read per statement (``seq IN (...)``; SQLite allows 32,766 variables
 since 3.32, 999 before)."""
@@ -47,8 +71,8 @@ since 3.32, 999 before)."""
 
 def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[chains.Link]:
     """The rows that make up ``step`` (default: the latest), newest first: its deltas
-    back to an anchor (``entries_chain``), then the anchors back to a snapshot
-    (``entries_anchors``); empty when there is no checkpoint at ``step``."""
+    back to an anchor (the primary key, from the anchor on), then the anchors back to a
+    snapshot (``entries_anchors``); empty when there is no checkpoint at ``step``."""
     if step is None:
         found = db.execute(_LATEST, (run_id,)).fetchone()
         if found is None:
@@ -61,15 +85,13 @@ def _chain(db: sqlite3.Connection, run_id: str, step: int | None) -> list[chains
         cursor.close()
     if not path:
         return []
-    if path[0].step != step:  # deltas from step back to the first anchor, included
-        cursor = db.execute(_DELTAS, (run_id, path[0].step, step))
-        try:
-            head = chains.links(cursor, step)
-        finally:
-            cursor.close()
-        if not head:
-            return []
-        if head[-1] != path[0]:  # the deltas end elsewhere than at the anchor found
+    if path[0].step != step:  # deltas from the first anchor, included, up to step
+        steps = step - path[0].step + 1
+        since = db.execute(_DELTAS, (run_id, path[0].key, step, steps)).fetchall()
+        head = chains.links(reversed(since), step)
+        if not head and len(since) < steps:
+            return []  # no row at step
+        if not head or head[-1] != path[0]:  # the deltas end elsewhere than at the anchor
             raise StoreError(
                 f"the checkpoint chain of run {run_id!r} has no anchor at step "
                 f"{path[0].step} for the deltas after it; the file is damaged: restore it "
@@ -88,11 +110,7 @@ def _rows(
     tail = next(i for i, link in enumerate(chain) if chains.is_anchor(link.kind))
     bodies = {
         seq: (kind, body)
-        for seq, kind, body in db.execute(
-            "SELECT seq, kind, state FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ? "
-            "AND kind IS NOT NULL",
-            (run_id, chain[tail].key, chain[0].key),
-        )
+        for seq, kind, body in db.execute(_BODIES, (run_id, chain[tail].key, chain[0].key))
     }
     rest = [link.key for link in chain[tail + 1 :]]
     for at in range(0, len(rest), _BY_SEQ):
@@ -116,9 +134,7 @@ def checkpoint(db: sqlite3.Connection, run_id: str, step: int | None) -> Checkpo
     if not chain:
         return None
     at_step, seq, _ = chain[0]
-    node, at, tasks = db.execute(
-        "SELECT node, at, tasks FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
-    ).fetchone()
+    node, at, tasks = db.execute(_HEAD, (run_id, seq)).fetchone()
     value = chains.rebuild(_rows(db, run_id, chain))
     return Checkpoint(run_id, at_step, node, value, at, loads(tasks) if tasks else None)
 
@@ -147,13 +163,22 @@ def checkpoints(db: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
     ]
 
 
+def _is_sqlite(db: object) -> bool:
+    """SQLite's connection, not PostgreSQL's session (which speaks the same statements)."""
+    return isinstance(db, sqlite3.Connection)
+
+
 def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
-    """Every checkpoint's step, node and time, from one scan of the index (no body read)."""
-    rows = db.execute(
-        "SELECT step, node, at FROM entries INDEXED BY entries_chain "
-        "WHERE run_id = ? AND kind IS NOT NULL ORDER BY step, seq",
-        (run_id,),
-    ).fetchall()
+    """Every checkpoint's step, node and time, from one scan of the run's primary-key
+    range: those columns come before the bodies (0012), so no body is read."""
+    if _is_sqlite(db):
+        cursor = db.execute(_LISTING_ON, (run_id,))
+        try:
+            rows = [r[1:] for r in itertools.takewhile(lambda r: r[0] == run_id, cursor)]
+        finally:
+            cursor.close()
+    else:
+        rows = db.execute(_LISTING, (run_id,)).fetchall()
     latest = {s: (node, at) for s, node, at in rows}  # the last entry of a step saved twice
     return [CheckpointInfo(run_id, s, node, at) for s, (node, at) in latest.items()]
 

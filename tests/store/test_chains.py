@@ -289,10 +289,11 @@ def test_deltas_that_do_not_end_at_the_anchor_found_are_a_damaged_file_error(
 ) -> None:
     with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
         run = chat(store, 3).start({"n": 0, "messages": []}).run()
-        # A later row of step 0 that is a delta: step 0's anchor is no longer its latest row.
+        # A later row of step 0 that is a delta (seq 2: between step 0's row and step 1's):
+        # step 0's anchor is no longer its latest row.
         store._db.execute(
             "INSERT INTO entries (run_id, seq, step, node, state, events, at, kind) "
-            "VALUES (?, 999, 0, 'agent', '{}', '[]', 0, 'delta')",
+            "VALUES (?, 2, 0, 'agent', '{}', '[]', 0, 'delta')",
             (run.run_id,),
         )
         with pytest.raises(StoreError, match="damaged"):

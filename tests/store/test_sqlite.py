@@ -84,7 +84,6 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
     db.execute("DROP TABLE pending_tasks")  # with 0010's edit column
     db.execute("DROP TABLE decision_edits")
     db.execute("ALTER TABLE entries DROP COLUMN tasks")
-    db.execute("DROP INDEX entries_chain")
     db.execute("DROP INDEX entries_anchors")
     db.execute("ALTER TABLE entries DROP COLUMN kind")
     db.execute("DROP TABLE run_policies")
