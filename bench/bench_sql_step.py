@@ -2,13 +2,14 @@
 
 A NORMAL step of ``bench_runtime.py``'s chain is about 40 µs against a 17 µs floor; this
 splits off its SQL. Each figure is µs per statement triple ``BEGIN IMMEDIATE`` / the step's
-one statement / ``COMMIT``, 200 in a row on a fresh file, the min of 15 rounds, all kinds
-alternating in one process (same machine, same moment):
+one statement / ``COMMIT``, 200 in a row on a fresh file, the min (and median) of 15
+rounds, all kinds alternating in one process (same machine, same moment):
 
 * ``agentnb``: the real schema (a file made by :class:`SqliteCheckpointer`) and the real
   statement (:data:`~agentnb.store.sql_steps.FENCED_ENTRY`) with a delta row of the chain;
-* ``no entry index``: the same without the two partial indexes on ``entries`` — what they
-  cost every step (``entries_chain`` is written by every checkpoint row);
+* ``schema 0011``: the same statement on the journal as it was before migration 0012 —
+  the bodies before ``at``, ``tasks`` and ``kind``, and the covering index
+  ``entries_chain`` every checkpoint row wrote a second B-tree page for;
 * ``unfenced``: a plain ``INSERT ... VALUES`` — what the lease check in the statement costs;
 * ``floor``: bench_runtime's (plain sqlite3, a 3-column table, ``json.dumps`` included).
 
@@ -19,14 +20,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentnb import SqliteCheckpointer
+from agentnb.store.migrate import LATEST, MIGRATIONS, _statements
 from agentnb.store.sql_rows import ENTRY
 from agentnb.store.sql_steps import FENCED_ENTRY
 
@@ -39,25 +43,29 @@ EVENTS = (
 )
 
 
-def schema(folder: Path) -> list[str]:
-    """The tables and indexes of ``runs`` and ``entries``, as the store creates them."""
-    with SqliteCheckpointer(folder / "schema.sqlite3") as store:
-        rows = store._db.execute(
-            "SELECT type, sql FROM sqlite_master WHERE tbl_name IN ('runs', 'entries') "
-            "AND sql IS NOT NULL ORDER BY type DESC"  # tables before their indexes
-        ).fetchall()
+def schema(folder: Path, version: int = LATEST) -> list[str]:
+    """The tables and indexes of ``runs`` and ``entries`` at schema ``version``, as the
+    store's migrations create them in a new file."""
+    db = sqlite3.connect(folder / f"schema{version}.sqlite3", isolation_level=None)
+    folder_sql = resources.files("agentnb.store") / "migrations"
+    for name in MIGRATIONS[:version]:
+        for statement in _statements((folder_sql / name).read_text("utf-8")):
+            db.execute(statement)
+    rows = db.execute(
+        "SELECT type, sql FROM sqlite_master WHERE tbl_name IN ('runs', 'entries') "
+        "AND sql IS NOT NULL ORDER BY type DESC"  # tables before their indexes
+    ).fetchall()
+    db.close()
     return [f"{kind}\t{sql}" for kind, sql in rows]
 
 
-def agentnb_steps(path: Path, ddl: list[str], *, indexes: bool, fenced: bool) -> float:
+def agentnb_steps(path: Path, ddl: list[str], *, fenced: bool) -> float:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA auto_vacuum=INCREMENTAL")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     for line in ddl:
-        kind, sql = line.split("\t", 1)
-        if indexes or kind != "index" or " ON entries " not in sql:
-            db.execute(sql)
+        db.execute(line.split("\t", 1)[1])
     db.execute(
         "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, status_at, "
         "lease_owner, lease_expires, fence) VALUES (?, 'chain', 's', 'running', 9999, 0, 0, "
@@ -99,22 +107,25 @@ def floor_steps(path: Path) -> float:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        ddl = schema(folder)
-        kinds = {
-            "agentnb": {"indexes": True, "fenced": True},
-            "no entry index": {"indexes": False, "fenced": True},
-            "unfenced": {"indexes": True, "fenced": False},
+        current, before = schema(folder), schema(folder, 11)
+        kinds: dict[str, Callable[[Path], float]] = {
+            "agentnb": lambda path: agentnb_steps(path, current, fenced=True),
+            "schema 0011": lambda path: agentnb_steps(path, before, fenced=True),
+            "unfenced": lambda path: agentnb_steps(path, current, fenced=False),
+            "floor": floor_steps,
         }
-        best: dict[str, float] = {}
+        found: dict[str, list[float]] = {name: [] for name in kinds}
         for n in range(ROUNDS):
-            for name, options in kinds.items():
-                us = agentnb_steps(folder / f"{name}{n}.sqlite3", ddl, **options)
-                best[name] = min(best.get(name, us), us)
-            us = floor_steps(folder / f"floor{n}.sqlite3")
-            best["floor"] = min(best.get("floor", us), us)
-    print(f"SQL of a NORMAL step, µs (min of {ROUNDS} x {STEPS} steps)")
-    for name, us in best.items():
-        print(f"{name:<16}{us:>7.1f}   {us / best['floor']:.2f}x the floor")
+            for name, steps in kinds.items():
+                found[name].append(steps(folder / f"{name}{n}.sqlite3"))
+    floor = min(found["floor"]), statistics.median(found["floor"])
+    print(f"SQL of a NORMAL step, µs (min / median of {ROUNDS} x {STEPS} steps)")
+    for name, figures in found.items():
+        low, mid = min(figures), statistics.median(figures)
+        print(
+            f"{name:<14}{low:>7.1f} /{mid:>6.1f}   "
+            f"{low / floor[0]:.2f}x / {mid / floor[1]:.2f}x the floor"
+        )
 
 
 if __name__ == "__main__":

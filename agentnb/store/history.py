@@ -40,12 +40,15 @@ applied) is :mod:`agentnb.store.deltas`, property-tested; what every backend sha
   ``skip``, ``delta`` (NULL: an entry without a checkpoint, such as a decision's); the
   events stay in ``entries``. The writer (the driver, holding the lease and the live
   state) decides the kind with :class:`~agentnb.store.chains.Chain`; a backend never
-  reads old rows to write one. SQLite and PostgreSQL walk two indexes, both partial on
-  the kind alone so a walk never looks an entry up (in SQLite's WITHOUT ROWID table a
-  lookup landing on a big state reads all of it): ``entries_chain`` (every checkpoint:
-  the deltas back to an anchor, and the history listing) and ``entries_anchors``
-  (snapshots and skips only). SQLite's connection keeps a 16 MiB page cache, so loading
-  a long run's state does not evict the pages of the one loaded before.
+  reads old rows to write one. SQLite's journal (0012) keeps the columns every walk and
+  listing reads (``step, kind, node, at``) before the bodies (``tasks``, ``events``,
+  ``state``), and one index besides its primary key, ``entries_anchors`` (snapshots and
+  skips, partial on the kind alone), so the common step writes one B-tree page: the
+  listing and the deltas back to an anchor read the primary key, each row up to its
+  small columns (:mod:`agentnb.store.sql_checkpoints` says what SQLite still reads of a
+  row bigger than its page). PostgreSQL reads the same statements and has the same two
+  indexes. SQLite's connection keeps a 16 MiB page cache, so loading a long run's state
+  does not evict the pages of the one loaded before.
 * **Migration** 0008 added ``kind``; 0011 (SQLite; a Python step, one savepoint per run)
   walks each run's checkpoints in step order — full states from before 0008, or 0008's
   chains of deltas and geometric snapshots — and cuts them as a writer would: a snapshot
@@ -54,9 +57,12 @@ applied) is :mod:`agentnb.store.deltas`, property-tested; what every backend sha
   byte, before the next; a run whose rebuild differs anywhere (or whose steps have a gap)
   is rolled back to its savepoint and keeps its rows as they were (lossless by
   construction). PostgreSQL's version 5 adds the index alone: its existing chains read
-  back as they are. The pages freed are reused by later writes; the first prune returns
-  them to the file system (one ``VACUUM`` that also turns on incremental auto-vacuum), so
-  opening a file never pays a hidden full rewrite.
+  back as they are. 0012 (SQLite) rebuilds ``entries`` in its new column order, every
+  row copied as it is, and drops the covering index ``entries_chain`` (PostgreSQL's
+  version 6 drops it too). The pages freed are reused by later writes; the first prune
+  returns them to the file system (one ``VACUUM`` that also turns on incremental
+  auto-vacuum), so opening a file never pays a hidden full rewrite of the file (0012
+  rewrites the journal's table once).
 """
 
 from __future__ import annotations

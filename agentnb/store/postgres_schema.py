@@ -25,6 +25,7 @@ MIGRATIONS = (
     "postgres_0003_claims.sql",
     "postgres_0004_task_edits.sql",
     "postgres_0005_skips.sql",
+    "postgres_0006_entries_reads.sql",
 )
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)

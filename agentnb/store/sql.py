@@ -363,7 +363,7 @@ class SqlCheckpointer(Checkpointer):
     # -- history and retention (rules: agentnb.store.retention) ----------------------------
 
     def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
-        # One scan of the covering index entries_chain (0008); no entry's state is read.
+        # One scan of the run's primary-key range, its small columns only (0012).
         with self._lock:
             self._check_open()
             found = sql_checkpoints.infos(self._db, run_id)

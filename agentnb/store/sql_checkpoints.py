@@ -1,13 +1,26 @@
-"""The SQLite checkpointer's checkpoint rows: written as snapshots, skips or deltas, read
+"""The SQL checkpointers' checkpoint rows: written as snapshots, skips or deltas, read
 back through :mod:`agentnb.store.chains`.
 
-A checkpoint is a journal entry (``entries``) whose ``state`` is not NULL: ``kind`` says
-whether ``state`` holds the whole state (``snapshot``; NULL for an entry written by a
-decision's edit or before migration 0008), a delta from the step before (``delta``) or
-from the run's previous anchor (``skip``). Loading one step walks the covering index
-``entries_chain`` back to the nearest anchor (fewer than
-:attr:`~agentnb.store.deltas.SnapshotPolicy.every` deltas), the index of the anchors alone
-(``entries_anchors``, 0011) back to a snapshot, and reads only those bodies.
+A checkpoint is a journal entry (``entries``) whose ``kind`` is not NULL: ``state`` holds
+the whole state (``snapshot``), a delta from the step before (``delta``) or from the run's
+previous anchor (``skip``). Since SQLite's migration 0012 the journal's columns are
+``run_id, seq, step, kind, node, at`` (what every walk and listing reads), then ``tasks``,
+``events`` and ``state`` (the bodies), and its only index besides the primary key is
+``entries_anchors`` (snapshots and skips): the common step, a delta row, writes one B-tree
+page. Loading one step finds the nearest anchor in ``entries_anchors`` and the anchors back
+to a snapshot (about ``2 * sqrt(step)`` rows), reads the deltas since the anchor on the
+primary key (fewer than :attr:`~agentnb.store.deltas.SnapshotPolicy.every`, each row up to
+``kind``), then only those bodies.
+
+What SQLite reads: ``entries`` is a WITHOUT ROWID table, a row one record of the primary
+key's B-tree; a record bigger than about 1 KB keeps its first bytes in the leaf and the
+rest in overflow pages. A column is read up to its end, so the small columns before the
+bodies never touch the overflow. But a row's key is the whole record: a seek compares the
+rows beside the key it looks for, and a range ``run_id = ?`` compares every row it passes
+with the range's end, each comparison with a big row reading all of it. So SQLite's
+listing is one seek with no end (:data:`_LISTING_ON`); the walks' ranges run over deltas,
+small rows. PostgreSQL reads the same statements (its big values are TOASTed, out of the
+row; its version 6 drops ``entries_chain`` too).
 
 Functions on an open connection, called inside :class:`SqliteCheckpointer`'s locks.
 """

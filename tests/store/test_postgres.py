@@ -188,13 +188,12 @@ def test_a_version_4_database_reads_every_step_back_after_version_5(
     with PostgresCheckpointer(pg_dsn) as store:
         run = g.compile(store, max_steps=200).start({"n": 0, "messages": []}).run()
         store._session.raw("UPDATE entries SET kind = NULL WHERE kind = 'snapshot'")
-        store._session.raw("DROP INDEX entries_anchors")
-        store._session.raw("DROP INDEX entries_chain")
+        store._session.raw("DROP INDEX entries_anchors")  # (entries_chain: gone in version 6)
         store._session.raw(
             "CREATE INDEX entries_chain ON entries (run_id, step, seq, kind, node, at) "
             "WHERE state IS NOT NULL"
         )
-        store._session.raw("DELETE FROM schema_version WHERE version = 5")
+        store._session.raw("DELETE FROM schema_version WHERE version >= 5")
     monkeypatch.undo()
     with PostgresCheckpointer(pg_dsn) as store:
         for step in range(151):
@@ -205,6 +204,11 @@ def test_a_version_4_database_reads_every_step_back_after_version_5(
             "SELECT count(*) FROM entries WHERE kind IS NULL AND state IS NOT NULL"
         ).fetchone()
         assert kinds == 0
+        # Version 6: the reads use the primary key; the covering index is gone.
+        indexes = store._session.raw(
+            "SELECT to_regclass('entries_chain'), to_regclass('entries_anchors')"
+        ).fetchone()
+        assert indexes == (None, "entries_anchors")
 
 
 def test_a_database_from_a_newer_agentnb_is_refused(pg_dsn: str) -> None:

@@ -15,8 +15,11 @@
 --   events  what the event log reads (a few hundred bytes a step), before the state so
 --           that reading a snapshot's events never walks the state's overflow chain;
 --   state   the checkpoint's body, megabytes for a snapshot of a long run: last.
--- A walk or listing now reads the primary key's leaves alone, so entries_chain goes and
--- a step writes one B-tree page instead of two. entries_anchors stays: loading a step
+-- A walk or listing now reads the primary key, each row up to its small columns, so
+-- entries_chain goes and a step writes one B-tree page instead of two (bench_sql_step:
+-- 21.3 -> 16.1 us, the floor 16.8). A row's key is still the whole record: a seek or a
+-- range's end compared with a big row reads all of it, so the listing is one seek with no
+-- end of range (agentnb.store.sql_checkpoints). entries_anchors stays: loading a step
 -- walks the anchors back to a snapshot, about sqrt(step) rows among thousands.
 --
 -- Every row is copied as it is (same values, same types: an INSERT ... SELECT moves the
