@@ -4,7 +4,9 @@ and a run left running goes on."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -15,12 +17,14 @@ import pytest
 from agentnb import SqliteCheckpointer, Status
 from agentnb.store import migrate
 from agentnb.store.migrate import LATEST
+from tests.processes import python
 
 DATA = Path(__file__).with_name("data")
 RELEASE = DATA / "release-0.1.0.db"
 """Written by agentnb 0.1.0 (schema version 4): see make_release_db.py."""
 WRITTEN = DATA / "entries-0011.db"
 """Written by agentnb at e166d3f (schema version 11): see make_entries_db.py."""
+WORKER = Path(__file__).with_name("migration_worker.py")
 sys.path.insert(0, str(DATA))
 from make_entries_db import BLOB, fan, loop  # noqa: E402  (the workflows that wrote the file)
 
@@ -147,3 +151,30 @@ def test_a_run_left_running_and_one_left_pending_go_on_after_the_rebuild(tmp_pat
         assert held.state == {"done": ["b", "c", "d"], "count": 3}
         seqs = [e.seq for e in store.events("open")]
         assert seqs == list(range(1, len(seqs) + 1))  # the log goes on where it stood
+
+
+def test_a_process_killed_inside_the_rebuild_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(WRITTEN, path)
+    before = rows(path)
+    worker = python(WORKER, str(path), stdin=True)
+    try:
+        assert worker.stdout is not None
+        line = worker.stdout.readline()  # blocks until the worker is inside the rebuild
+        assert line.split() == ["rebuilt", str(len(before))], worker.stderr
+        os.kill(worker.pid, signal.SIGKILL)
+        assert worker.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.communicate(timeout=60)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT max(version) FROM schema_version").fetchone() == (11,)
+    db.close()
+    assert columns(path)[-2:] == ["tasks", "kind"]
+    assert rows(path) == before
+    with SqliteCheckpointer(path) as store:  # the next open migrates it whole
+        for step in range(231):
+            assert store.checkpoint("long", step).state == loop_state(step)
+    assert columns(path) == list(COLUMNS)
+    assert rows(path) == before
