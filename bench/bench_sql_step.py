@@ -1,7 +1,7 @@
 """The SQL of a durable step alone, beside the floor: where the SQLite side of a step goes.
 
-A NORMAL step of ``bench_runtime.py``'s chain is about 40 µs against a 17 µs floor; this
-splits off its SQL. Each figure is µs per statement triple ``BEGIN IMMEDIATE`` / the step's
+A NORMAL step of ``bench_runtime.py``'s chain is about 34-39 µs against a 17-19 µs floor
+(38-54 µs before migration 0012, in the same runs); this splits off its SQL. Each figure is µs per statement triple ``BEGIN IMMEDIATE`` / the step's
 one statement / ``COMMIT``, 200 in a row on a fresh file, the min (and median) of 15
 rounds, all kinds alternating in one process (same machine, same moment):
 
@@ -13,11 +13,13 @@ rounds, all kinds alternating in one process (same machine, same moment):
 * ``unfenced``: a plain ``INSERT ... VALUES`` — what the lease check in the statement costs;
 * ``floor``: bench_runtime's (plain sqlite3, a 3-column table, ``json.dumps`` included).
 
-Run with ``python bench/bench_sql_step.py``.
+Run with ``python bench/bench_sql_step.py`` (``--synchronous FULL`` for the same at FULL,
+where each commit's WAL frames are synced: one page a step now, two with schema 0011).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
 import statistics
@@ -35,6 +37,8 @@ from agentnb.store.sql_rows import ENTRY
 from agentnb.store.sql_steps import FENCED_ENTRY
 
 STEPS, ROUNDS = 200, 15
+LEVEL = ["NORMAL"]
+"""The ``synchronous`` level measured (``--synchronous``)."""
 RUN = "9d54535d0a5cc8e6624d7437f78de6e8"
 STATE = '{"set":{"count":2099,"last":"n2099"}}'
 EVENTS = (
@@ -63,7 +67,7 @@ def agentnb_steps(path: Path, ddl: list[str], *, fenced: bool) -> float:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA auto_vacuum=INCREMENTAL")
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA synchronous={LEVEL[0]}")
     for line in ddl:
         db.execute(line.split("\t", 1)[1])
     db.execute(
@@ -91,7 +95,7 @@ def agentnb_steps(path: Path, ddl: list[str], *, fenced: bool) -> float:
 def floor_steps(path: Path) -> float:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA synchronous={LEVEL[0]}")
     db.execute("CREATE TABLE cp (run TEXT, step INT, state TEXT, PRIMARY KEY (run, step))")
     start = time.perf_counter()
     for i in range(STEPS):
@@ -105,6 +109,9 @@ def floor_steps(path: Path) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="NORMAL")
+    LEVEL[0] = parser.parse_args().synchronous
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         current, before = schema(folder), schema(folder, 11)
@@ -119,7 +126,7 @@ def main() -> None:
             for name, steps in kinds.items():
                 found[name].append(steps(folder / f"{name}{n}.sqlite3"))
     floor = min(found["floor"]), statistics.median(found["floor"])
-    print(f"SQL of a NORMAL step, µs (min / median of {ROUNDS} x {STEPS} steps)")
+    print(f"SQL of a {LEVEL[0]} step, µs (min / median of {ROUNDS} x {STEPS} steps)")
     for name, figures in found.items():
         low, mid = min(figures), statistics.median(figures)
         print(
