@@ -269,11 +269,17 @@ class Committer:
         new_state: dict[str, Any],
         tasks_json: str | None,
         appended: Mapping[str, list[Any]] | None = None,
+        changed: Mapping[str, Any] | None = None,
+        changes_json: str | None = None,
     ) -> tuple[CheckpointWrite, Chain]:
         """The step's checkpoint: the delta from ``state`` when the chain goes on (no
-        encoding of the whole state), else a snapshot and the chain it starts."""
+        encoding of the whole state), else a snapshot and the chain it starts.
+        ``changed``, ``changes_json``: the keys the step merged and their JSON, when known
+        (see :meth:`Chain.next <agentnb.store.chains.Chain.next>`)."""
         if self.chain is not None:
-            delta_json, chain = self.chain.next(state, new_state, appended)
+            delta_json, chain = self.chain.next(
+                state, new_state, appended, changed=changed, text=changes_json
+            )
             if delta_json is not None:
                 return CheckpointWrite(step, node, "", tasks_json, delta_json, chain.last), chain
         new_json = dumps(new_state)

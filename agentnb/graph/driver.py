@@ -184,6 +184,8 @@ class Driver(Fanout):
                 new_frontier: Frontier | None = None
                 packed: str | None = None  # the events as the store packs them, if made
                 appended: dict[str, list[Any]] | None = None  # tails the append reducer added
+                changed: Mapping[str, Any] | None = None  # a linear step's delta: what changed
+                changes_json: str | None = None  # its JSON, when each key merely replaces
                 settles: int | None = None
                 if frontier is None:
                     # A store that packs events gets their times as integers too (see
@@ -232,6 +234,7 @@ class Driver(Fanout):
                         new_state = apply_delta(state, delta, reducers if reduce else _NONE)
                     except Exception as exc:
                         await self._merge_failed(node, step, exc)
+                    changed = delta
                     simple = wf.simple_next.get(node)
                     if simple is None:
                         new_frontier, leads = await self._route(tasks, step, new_state, ())
@@ -254,7 +257,12 @@ class Driver(Fanout):
                         )
                         events.append(update)
                         if packs and len(events) == 2:  # the node reported nothing
-                            packed = _packed(start, start_ns, update, update_ns, delta, simple)
+                            delta_json = dumps(delta)
+                            packed = _packed(start, start_ns, update, update_ns, delta_json, simple)
+                            if not reduce or reducers.keys().isdisjoint(delta):
+                                # new_state holds the delta's very values: its text is the
+                                # checkpoint's too (see Chain.next)
+                                changes_json = delta_json
                 else:
                     results: dict[str, dict[str, Any]] = {}
                     questions: dict[str, Asked | ChildPaused] = {}
@@ -301,7 +309,7 @@ class Driver(Fanout):
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
                 checkpoint, chain = self._checkpoint(
-                    step, nxt_head, state, new_state, tasks_json, appended
+                    step, nxt_head, state, new_state, tasks_json, appended, changed, changes_json
                 )
                 if ran_after is not None or pause:
                     new_json = dumps(new_state)
@@ -357,10 +365,11 @@ class Driver(Fanout):
 
 
 def _packed(
-    start: Event, start_ns: int, update: Event, update_ns: int, delta: Any, simple: str
+    start: Event, start_ns: int, update: Event, update_ns: int, delta_json: str, simple: str
 ) -> str:
     """A linear step's two events as the store packs them, from the delta encoded once
-    and their times as integers (no float to format): what ``pack`` would write."""
+    (``delta_json``) and their times as integers (no float to format): what ``pack``
+    would write."""
     where = quote(update.node or "")  # (a node's events always name it)
     rows = (
         packed_event(start.seq, start.step, _START_JSON, where, "{}", start_ns),
@@ -369,7 +378,7 @@ def _packed(
             update.step,
             _UPDATE_JSON,
             where,
-            f'{{"delta":{dumps(delta)},"next":{quote(simple)}}}',
+            f'{{"delta":{delta_json},"next":{quote(simple)}}}',
             update_ns,
         ),
     )

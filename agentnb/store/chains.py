@@ -51,13 +51,13 @@ runs, edits or writers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
-from agentnb.store.deltas import SnapshotPolicy, diff, merge
+from agentnb.store.deltas import SnapshotPolicy, diff, diff_at, merge
 from agentnb.store.records import record
 
 if TYPE_CHECKING:
@@ -150,15 +150,29 @@ class Chain:
         previous: Mapping[str, Any],
         state: Mapping[str, Any],
         appended: Mapping[str, Sequence[Any]] | None = None,
+        *,
+        changed: Collection[str] | None = None,
+        text: str | None = None,
     ) -> tuple[str | None, Chain]:
         """The body (JSON) of the row that turns ``previous`` into ``state`` and the chain
         after it — a delta, or a skip when the new chain's :attr:`last` says so; or
         ``None`` when this step is to be a snapshot: the writer stores the whole state and
         continues with :meth:`after` of it. ``appended``: see
-        :func:`~agentnb.store.deltas.diff`."""
-        delta = diff(previous, state, appended)
-        if delta is None:
-            return None, Chain(policy=self.policy)
+        :func:`~agentnb.store.deltas.diff`.
+
+        A writer that knows which keys the step ``changed`` (``state`` is ``previous``
+        with a delta of those keys merged: :func:`~agentnb.store.deltas.diff_at`) has
+        only them compared; ``text``, the JSON of ``{key: state[key] for key in
+        changed}`` when it has it, is then the body's ``"set"`` as it is when every one
+        of them changed (the delta is not encoded again)."""
+        if changed is None:
+            delta = diff(previous, state, appended)
+            if delta is None:
+                return None, Chain(policy=self.policy)
+            return self.push(delta)
+        delta = diff_at(previous, state, changed, appended)
+        if text is not None and len(delta) == 1 and len(delta.get("set", ())) == len(changed):
+            return self.push(delta, '{"set":' + text + "}")
         return self.push(delta)
 
     def push(self, delta: dict[str, Any], text: str | None = None) -> tuple[str | None, Chain]:

@@ -9,6 +9,7 @@ calls user code, whatever reducer produced the change.
   list that grew at its end, ``{"set": {key: value}}`` for any other changed key; ``None``
   when a key disappeared or the keys changed order (that step is stored as a snapshot).
   Rebuilt states encode to the same JSON text as the originals, byte for byte.
+  :func:`diff_at` is the same delta when the writer knows which keys a step changed.
 * :func:`apply` — the next state from a state and a delta (the inputs are not changed).
 * :func:`merge` — one delta for several in a row (a skip row's body).
 * :class:`SnapshotPolicy` — where a run's chain is cut: an anchor every ``every`` deltas
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SnapshotPolicy", "apply", "diff", "merge"]
+__all__ = ["SnapshotPolicy", "apply", "diff", "diff_at", "merge"]
 
 
 def diff(
@@ -44,11 +45,41 @@ def diff(
     keys = list(new)
     if (keys if len(keys) == len(old) else keys[: len(old)]) != list(old):
         return None
+    return _changes(old, new, keys, appended)
+
+
+def diff_at(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    keys: Iterable[str],
+    appended: Mapping[str, Sequence[Any]] | None = None,
+) -> dict[str, Any]:
+    """:func:`diff` of a ``new`` state that differs from ``old`` at ``keys`` alone, as
+    :func:`~agentnb.graph.state.apply_delta` builds the next state from a delta with those
+    keys: every other value is the very same object, and the keys ``old`` lacks come at
+    the end, in ``keys``' order. Only ``keys`` are compared (the writer's step, whatever
+    the state's size), and ``"set"`` lists its keys in ``keys``' order.
+
+    The result equals ``diff(old, new, appended)`` for such a state (its ``"set"`` may
+    list the keys ``old`` had in another order: applying it gives the same state, key
+    order included).
+    """
+    return _changes(old, new, keys, appended)
+
+
+def _changes(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    keys: Iterable[str],
+    appended: Mapping[str, Sequence[Any]] | None,
+) -> dict[str, Any]:
+    """The delta of ``new`` from ``old`` at ``keys`` (each a key of ``new``)."""
     added: dict[str, Any] = {}
     replaced: dict[str, Any] = {}
     get = old.get
     tails = appended or {}
-    for key, value in new.items():
+    for key in keys:
+        value = new[key]
         before = get(key, _MISSING)
         if before is value:
             continue

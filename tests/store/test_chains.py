@@ -85,7 +85,7 @@ def test_a_linear_steps_delta_holds_only_what_its_node_changed_and_rebuilds_exac
         assert [rows[step].body for step in (1, 2, 3, 4)] == [
             '{"append":{"history":[0]},"set":{"n":1}}',
             '{"append":{"log":["same"]}}',
-            '{"set":{"k0":{"v":-1},"total":2,"fresh":1}}',
+            '{"set":{"total":2,"fresh":1,"k0":{"v":-1}}}',  # in the delta's order
             '{"append":{"history":[1]},"set":{"n":2}}',
         ]
 

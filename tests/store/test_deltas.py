@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
+from agentnb.graph.state import append, apply_delta
 from agentnb.store import chains
 from agentnb.store.chains import DELTA, SKIP, SNAPSHOT, Chain
-from agentnb.store.deltas import SnapshotPolicy, apply, diff, merge
+from agentnb.store.deltas import SnapshotPolicy, apply, diff, diff_at, merge
 
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.text(max_size=3)
 values = st.recursive(
@@ -180,3 +181,42 @@ def test_a_tail_the_writer_says_it_appended_is_taken_without_comparing_the_kept_
     assert diff(old, {"messages": [{"text": "x"}], "n": 1}, {"messages": ["y"]}) == {
         "set": {"messages": [{"text": "x"}]}
     }
+
+
+step_deltas = st.lists(st.dictionaries(keys, values, max_size=3), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.dictionaries(keys, values, max_size=4), deltas=step_deltas)
+def test_the_delta_of_a_merged_step_compares_only_its_keys_and_equals_the_full_diff(
+    start: dict[str, Any], deltas: list[dict[str, Any]]
+) -> None:
+    reducers = {"messages": append}  # (it appends to a list: the state starts with one)
+    state = {
+        **start,
+        "messages": start.get("messages") if isinstance(start.get("messages"), list) else [],
+    }
+    for delta in deltas:
+        new = apply_delta(state, delta, reducers)
+        tails = {k: v if isinstance(v, list) else [v] for k, v in delta.items() if k in reducers}
+        for appended in (None, tails):
+            found = diff_at(state, new, delta, appended)
+            assert found == diff(state, new, appended)
+            assert dumps(apply(state, found)) == dumps(new)  # key order included
+            assert list(found.get("set", {})) == [k for k in delta if k in found.get("set", {})]
+        state = new
+
+
+def test_a_chain_stores_the_writers_text_of_a_delta_whose_every_key_changed() -> None:
+    old = {"count": 1, "last": "a", "messages": []}
+    delta = {"last": "b", "count": 2}
+    new = apply_delta(old, delta, {})
+    text = dumps(delta)
+    body, _ = Chain.after(dumps(old)).next(old, new, changed=delta, text=text)
+    assert body == '{"set":' + text + "}"
+    # A key that did not change is left out: the text is not the body then.
+    same = {"count": 1, "last": "b"}
+    body, _ = Chain.after(dumps(old)).next(old, apply_delta(old, same, {}), changed=same, text="!")
+    assert body == '{"set":{"last":"b"}}'
+    body, _ = Chain.after(dumps(old)).next(old, old, changed={}, text="!")
+    assert body == "{}"
