@@ -33,16 +33,19 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentnb.errors import StoreError
 from agentnb.identity import IdentityProvider, check_provider
-from agentnb.store import sql_claims
+from agentnb.store import sql_claims, sql_steps
 from agentnb.store.dialect import Dialect
 from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.sql import SqlCheckpointer
+from agentnb.store.sql_steps import FENCED_ENTRY
+from agentnb.store.writes import StepCommit
 
 if TYPE_CHECKING:
     from agentnb.store.machines import SqliteMachineStore
@@ -120,9 +123,7 @@ class _Transaction:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise StoreError(f"cannot commit to {store.path}: {exc}") from exc
-            store._writes += 1
-            if store._wal_over or store._writes % WAL_CHECK_EVERY == 0:
-                store._bound_wal()
+            store._wrote()
         finally:
             try:
                 if self.switch:
@@ -214,12 +215,46 @@ class SqliteCheckpointer(SqlCheckpointer):
             self._machines = SqliteMachineStore(self.path, self._write, self._read)
         return self._machines
 
+    # -- driving -------------------------------------------------------------------------
+
+    def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
+        """As :meth:`SqlCheckpointer.commit`; the common step
+        (:func:`~agentnb.store.sql_steps.plain`) is one statement, its own transaction.
+
+        An ``INSERT`` takes the write lock before it reads anything (waiting for it as
+        ``BEGIN IMMEDIATE`` does), so the fence it checks cannot change before it is
+        written, and commits as it ends, at the store's level: the transaction
+        :meth:`_write` would open around it, without its ``BEGIN`` and ``COMMIT``. When
+        it writes nothing (less than half the lease left, or the lease lost), the shared
+        transaction decides, as for every other change."""
+        if sql_steps.plain(change):
+            now = time.time()
+            row = sql_steps.entry(run_id, change, now)
+            with self._lock:
+                self._check_open()
+                try:
+                    written = self._db.execute(
+                        FENCED_ENTRY, (*row, run_id, fence, now + lease_seconds / 2)
+                    ).rowcount
+                except sqlite3.OperationalError as exc:
+                    raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+                if written:
+                    self._wrote()
+                    return
+        super().commit(run_id, fence, change, lease_seconds=lease_seconds)
+
     # -- plumbing ------------------------------------------------------------------------
 
     def _write(self, *, durable: bool = False) -> AbstractContextManager[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (``with store._write() as db``); ``durable``
         commits it at ``FULL`` at least."""
         return _Transaction(self, durable and self._durable != self.synchronous)
+
+    def _wrote(self) -> None:
+        """A write transaction committed: every ``WAL_CHECK_EVERY``, bound the WAL."""
+        self._writes += 1
+        if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
+            self._bound_wal()
 
     def _bound_wal(self) -> None:
         """Checkpoint and truncate the WAL once it has passed ``WAL_LIMIT`` (see above)."""

@@ -66,3 +66,37 @@ def test_a_run_killed_mid_chain_and_continued_by_other_processes_loads_every_ste
     assert snapshots[0] == 0
     assert len(snapshots) <= 6
     assert sum(kind == "delta" for kind in kinds.values()) >= STEPS - 6
+
+
+@pytest.mark.slow
+def test_processes_stepping_their_own_runs_on_one_file_at_once_store_every_step(
+    tmp_path: Path,
+) -> None:
+    """Each step of a running run is one INSERT, its own transaction: four processes
+    writing at once wait for each other's write lock and lose nothing."""
+    db = tmp_path / "runs.sqlite3"
+    SqliteCheckpointer(db).close()  # the schema, before the processes race to open it
+    runs = [f"chat{i}" for i in range(4)]
+    procs = [spawn_run(db, run_id) for run_id in runs]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    with SqliteCheckpointer(db) as store:
+        for run_id in runs:
+            assert store.get_run(run_id).status == "completed"
+            checkpoints = store.checkpoints(run_id)
+            assert [cp.step for cp in checkpoints] == list(range(STEPS + 1))
+            assert all(cp.state == expected(cp.step) for cp in checkpoints)
+            seqs = [e.seq for e in store.events(run_id)]
+            assert seqs == list(range(1, len(seqs) + 1))
+
+
+def spawn_run(db: Path, run_id: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(db), run_id, str(STEPS), "START"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -1,5 +1,6 @@
 """Decisions, refusals and effect-ledger writes commit at synchronous=FULL; steps at the
-store's level. A probe on the connection reads ``PRAGMA synchronous`` at every COMMIT."""
+store's level. A probe on the connection reads ``PRAGMA synchronous`` at every COMMIT (and
+at a write that is its own transaction)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class CommitProbe:
         self.db = db
         self.commits: list[tuple[str, str]] = []
         self._writes: list[str] = []
+        self.autocommitted: list[tuple[str, str]] = []
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         if sql.startswith("BEGIN"):
@@ -30,6 +32,13 @@ class CommitProbe:
         elif sql == "COMMIT":
             (level,) = self.db.execute("PRAGMA synchronous").fetchone()
             self.commits.append((self._kind(), LEVELS[level]))
+        elif not self.db.in_transaction and sql.startswith(("INSERT", "UPDATE", "DELETE")):
+            # A statement that is its own transaction (a running step's entry) commits
+            # as it ends, at the level in force now.
+            (level,) = self.db.execute("PRAGMA synchronous").fetchone()
+            self._writes = [sql]
+            self.commits.append((self._kind(), LEVELS[level]))
+            self.autocommitted.append(self.commits[-1])
         else:
             self._writes.append(sql)
         return self.db.execute(sql, params)
@@ -91,6 +100,7 @@ def test_decisions_refusals_and_effects_commit_at_full_whatever_the_step_level(
         assert [c for c in probe.commits if c[0] == "decision"] == [("decision", durable)] * 3
         assert [c for c in probe.commits if c[0] == "effect"] == [("effect", durable)]
         assert {lvl for kind, lvl in probe.commits if kind == "step"} == {level}
+        assert ("step", level) in probe.autocommitted  # a running step's one statement
         # ... and the connection is back at the store's level for the next step.
         assert LEVELS[store._db.execute("PRAGMA synchronous").fetchone()[0]] == level
 

@@ -300,3 +300,70 @@ def test_a_fenced_entry_is_written_only_while_its_fence_holds_a_running_lease_wi
         assert write(7) == 1
         seqs = [s for (s,) in db.execute("SELECT seq FROM entries WHERE run_id = 'r1'")]
         assert seqs == [1, 7]
+
+
+def test_a_running_step_is_one_statement_its_own_transaction_and_the_rest_take_one(
+    tmp_path: Path,
+) -> None:
+    from agentnb import StateGraph
+
+    with SqliteCheckpointer(tmp_path / "s.sqlite3") as store:
+        g = StateGraph("two")
+        g.add_node("a", lambda s: {"n": 1}).add_node("b", lambda s: {"n": 2})
+        g.set_entry_point("a").add_edge("a", "b")
+        run = g.compile(store).start({"n": 0})
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        run.step()  # a: the run stays running, so its entry is one fenced statement
+        entries = [i for i, sql in enumerate(statements) if "INTO entries" in sql]
+        assert len(entries) == 1
+        # between the lease's transaction (taken) and the next one (given back):
+        # no BEGIN or COMMIT of its own
+        assert statements[entries[0] - 1] == "COMMIT"
+        assert statements[entries[0] + 1] == "BEGIN IMMEDIATE"
+        statements.clear()
+        run.step()  # b ends the run: the run's row changes too, in one transaction
+        store._db.set_trace_callback(None)
+        assert run.status == "completed"
+        begin = statements.index("BEGIN IMMEDIATE", 1)
+        end = statements.index("COMMIT", begin)
+        assert any("UPDATE runs SET status" in s for s in statements[begin:end])
+        assert any("INTO entries" in s for s in statements[begin:end])
+    with SqliteCheckpointer(tmp_path / "s.sqlite3") as again:
+        assert [cp.state for cp in again.checkpoints(run.run_id)] == [
+            {"n": 0},
+            {"n": 1},
+            {"n": 2},
+        ]
+
+
+def test_a_step_that_cannot_have_the_write_lock_is_a_store_error_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from agentnb import StateGraph
+
+    path = tmp_path / "locked.sqlite3"
+    with SqliteCheckpointer(path, timeout=0.05) as store:
+        g = StateGraph("chain")
+        g.add_node("a", lambda s: {"n": 1}).add_node("b", lambda s: {"n": 2})
+        g.set_entry_point("a").add_edge("a", "b")
+        run = g.compile(store).start({"n": 0})
+        fence = store.acquire(run.run_id, "me").fence
+        from agentnb.store.records import Event
+        from agentnb.store.writes import CheckpointWrite, StepCommit
+
+        event = Event(run.run_id, 2, 1, "state_update", "a", {"delta": {"n": 1}}, 1.0)
+        change = StepCommit(
+            Status.RUNNING, "b", 1, [event], CheckpointWrite(1, "b", '{"n":1}', None)
+        )
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreError, match=r"cannot write to .*locked"):
+                store.commit(run.run_id, fence, change, lease_seconds=60)
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert [cp.step for cp in store.checkpoints(run.run_id)] == [0]
+        store.commit(run.run_id, fence, change, lease_seconds=60)  # the lock is free again
+        assert store.checkpoint(run.run_id).state == {"n": 1}
