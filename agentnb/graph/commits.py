@@ -64,8 +64,11 @@ class Committer:
         self.workflow = workflow
         self.store = workflow.checkpointer
         # A store's own acommit (a truly async one) is awaited; the stock twin is skipped
-        # when it would call commit on this thread anyway (Checkpointer.direct).
+        # when it would call commit on this thread anyway (Checkpointer.direct): known
+        # once the drive has begun (``_commit_here``), since it holds for the whole drive.
         self._stock_acommit = type(self.store).acommit is Checkpointer.acommit
+        self._commit_here = False
+        self._lease_seconds = workflow.lease_seconds
         self.owner = owner
         self.run_id = position.record.run_id
         self.start = position
@@ -120,12 +123,11 @@ class Committer:
         state: dict[str, Any] | None = None,
         frontier: Frontier | None = None,
     ) -> None:
-        store = self.store
-        if self._stock_acommit and store.direct():  # what acommit would do, minus 2 coroutines
-            store.commit(self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds)
+        if self._commit_here:  # what acommit would do, minus 2 coroutines
+            self.store.commit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
         else:
-            await store.acommit(
-                self.run_id, self.fence, change, lease_seconds=self.workflow.lease_seconds
+            await self.store.acommit(
+                self.run_id, self.fence, change, lease_seconds=self._lease_seconds
             )
         self.released = change.release
         self.pending = []

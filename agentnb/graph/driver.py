@@ -91,6 +91,9 @@ class Driver(Fanout):
         else:
             record = await self._acquire(wf.lease_seconds)
         self.fence = record.fence
+        # A one-run sync call (or a store that never blocks) for the whole drive: its
+        # commits are called right here (see Committer._commit).
+        self._commit_here = self._stock_acommit and self.store.direct()
         start = self.start.record
         if record.step != start.step or record.seq != start.seq:
             # Another worker moved the run, or another process decided it (perhaps with an

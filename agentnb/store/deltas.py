@@ -83,6 +83,11 @@ def _changes(
         before = get(key, _MISSING)
         if before is value:
             continue
+        kind = type(value)
+        if kind in _ATOMS and kind is type(before):  # the common change: JSON equality is ==
+            if before != value:
+                replaced[key] = value
+            continue
         tail = tails.get(key) if tails else None
         if (
             tail
@@ -176,6 +181,7 @@ class SnapshotPolicy:
 
 
 _MISSING = object()
+_ATOMS = frozenset({str, int, float, bool})
 
 
 def _prefix(head: list[Any], items: list[Any]) -> bool:

@@ -230,12 +230,12 @@ class SqliteCheckpointer(SqlCheckpointer):
         if sql_steps.plain(change):
             now = time.time()
             row = sql_steps.entry(run_id, change, now)
+            params = (*row, run_id, fence, now + lease_seconds / 2)
             with self._lock:
-                self._check_open()
+                if self._closed:
+                    self._check_open()
                 try:
-                    written = self._db.execute(
-                        FENCED_ENTRY, (*row, run_id, fence, now + lease_seconds / 2)
-                    ).rowcount
+                    written = self._db.execute(FENCED_ENTRY, params).rowcount
                 except sqlite3.OperationalError as exc:
                     raise StoreError(f"cannot write to {self.path}: {exc}") from exc
                 if written:
