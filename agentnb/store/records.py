@@ -34,17 +34,24 @@ R = TypeVar("R")
 
 @dataclass_transform(frozen_default=True)
 def record(cls: type[R]) -> type[R]:
-    """``@dataclass(frozen=True, slots=True)`` whose ``__init__`` fills the slots directly.
+    """``@dataclass(frozen=True, slots=True)`` whose instances are built at the cost of
+    plain assignments.
 
     A frozen dataclass's own ``__init__`` assigns every field through
     ``object.__setattr__`` (its ``__setattr__`` refuses), about four times the cost of a
-    plain assignment; the records a step builds (events, the commit, its checkpoint) pay
-    it on every step. This one calls each slot's descriptor instead: the instance is as
-    frozen as before (assigning a field still raises ``FrozenInstanceError``), and
-    ``dataclasses.replace``, ``fields``, ``==`` and ``repr`` work as they did.
+    plain assignment; the records a step builds (events, the commit, its checkpoint, the
+    chain) pay it on every step. A record is made by a ``__new__`` instead: it fills the
+    slots of an *open* twin — a subclass adding no slots, whose ``__setattr__`` and
+    ``__delattr__`` are ``object``'s, so each field is a plain store — then gives the
+    instance the record's class (the layouts are the same). No ``__init__`` runs after
+    it. The instance is as frozen as before (assigning a field raises
+    ``FrozenInstanceError``), and ``dataclasses.replace``, ``fields``, ``==``, ``repr``,
+    ``copy`` and ``pickle`` work as they did. A subclass of a record is built the stock
+    way.
     """
     made: Any = dataclass(frozen=True, slots=True)(cls)
-    names, params, scope = [], [], {}
+    names, params = [], []
+    scope: dict[str, Any] = {"_made": made, "_new": object.__new__}
     for f in dataclasses.fields(made):
         if f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only:
             return made  # type: ignore[no-any-return]  # (none of those here: keep the stock one)
@@ -55,13 +62,39 @@ def record(cls: type[R]) -> type[R]:
         else:
             scope[f"_default_{f.name}"] = f.default
             params.append(f"{f.name}=_default_{f.name}")
-    body = "".join(f"\n    _set_{n}(self, {n})" for n in names) or "\n    pass"
-    exec(f"def __init__(self, {', '.join(params)}):{body}", scope)
-    init: Callable[..., None] = scope["__init__"]
-    init.__qualname__ = f"{made.__qualname__}.__init__"
-    init.__module__ = made.__module__
-    init.__doc__ = made.__init__.__doc__
-    made.__init__ = init
+    scope["_open"] = type(
+        f"_Open{made.__name__}",
+        (made,),
+        {
+            "__slots__": (),
+            # both: they are one slot in C, so stores are C's own only when neither is Python
+            "__setattr__": object.__setattr__,
+            "__delattr__": object.__delattr__,
+            "__module__": made.__module__,
+        },
+    )
+    signature = ", ".join(["cls", *params])
+    stores = "".join(f"\n    self.{n} = {n}" for n in names)
+    sets = "".join(f"\n  _set_{n}(self, {n})" for n in names)
+    values = "".join(f"self.{n}, " for n in names)
+    exec(
+        f"def __new__({signature}):"
+        "\n  if cls is _made:"
+        f"\n    self = _new(_open){stores}"
+        "\n    self.__class__ = cls"
+        "\n    return self"
+        f"\n  self = _new(cls){sets}"
+        "\n  return self"
+        f"\ndef __getnewargs__(self):\n  return ({values})",
+        scope,
+    )
+    for name in ("__new__", "__getnewargs__"):
+        method: Callable[..., Any] = scope[name]
+        method.__qualname__ = f"{made.__qualname__}.{name}"
+        method.__module__ = made.__module__
+        setattr(made, name, method)
+    made.__new__.__doc__ = made.__init__.__doc__
+    del made.__init__  # object's: it checks nothing when __new__ is a class's own
     return made  # type: ignore[no-any-return]
 
 

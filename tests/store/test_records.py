@@ -1,4 +1,4 @@
-"""``records.record`` (a frozen dataclass whose ``__init__`` fills the slots directly) and
+"""``records.record`` (a frozen dataclass whose ``__new__`` fills the slots as plain stores) and
 ``records.packed_event`` (an event row as the SQL stores pack it, from encoded parts)."""
 
 from __future__ import annotations
@@ -71,6 +71,38 @@ def test_a_record_stays_frozen_and_replaceable() -> None:
     assert not hasattr(event, "__dict__")  # slots, as before
     run = RunRecord("r", "g", "s", Status.RUNNING, "n", 0, 1, 10, 0.0, 0.0)
     assert (run.fence, run.lease_owner) == (0, None)
+
+
+@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
+def test_a_record_is_of_its_own_class_and_copies_and_pickles_as_a_dataclass(
+    cls: type[Any],
+) -> None:
+    import copy
+    import pickle
+
+    fields = dataclasses.fields(cls)
+    made = cls(*[f"value {i}" for i in range(len(fields))])
+    assert type(made) is cls
+    for again in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert type(again) is cls
+        assert again == made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        object.__getattribute__(made, "__setattr__")(fields[0].name, "changed")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(made, fields[0].name)
+
+
+def test_a_subclass_of_a_record_is_built_the_stock_way() -> None:
+    class Special(Event):
+        __slots__ = ("extra",)
+
+        def __init__(self, *args: Any) -> None:
+            object.__setattr__(self, "extra", len(args))
+
+    special = Special("r", 1, 0, "x", None, {}, 1.5)
+    assert type(special) is Special
+    assert (special.seq, special.at, special.extra) == (1, 1.5, 7)
+    assert special == Special("r", 1, 0, "x", None, {}, 1.5)
 
 
 def test_a_record_with_a_factory_keeps_the_stock_init() -> None:
