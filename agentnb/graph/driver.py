@@ -45,7 +45,6 @@ node is synchronous (and other tasks, like a widget's, keep running)."""
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
 _START_JSON, _UPDATE_JSON = quote(_NODE_START), quote(_STATE_UPDATE)
-_NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
 
 
 class Driver(Fanout):
@@ -230,13 +229,19 @@ class Driver(Fanout):
                             yield event
                         return
                     self.ran[node] = delta
-                    reduce = node not in wf.nested  # a subgraph merged its keys already
-                    if reduce and appends and not appends.isdisjoint(delta):
-                        appended = _appended(delta, appends)
-                    try:
-                        new_state = apply_delta(state, delta, reducers if reduce else _NONE)
-                    except Exception as exc:
-                        await self._merge_failed(node, step, exc)
+                    # Every key replaced (no reducer, or a subgraph, which merged its keys
+                    # already): apply_delta's merge, as one C-level dict merge.
+                    replaces = not reducers or reducers.keys().isdisjoint(delta)
+                    if replaces or node in wf.nested:
+                        new_state = {**state, **delta}
+                        replaces = True
+                    else:
+                        if appends and not appends.isdisjoint(delta):
+                            appended = _appended(delta, appends)
+                        try:
+                            new_state = apply_delta(state, delta, reducers)
+                        except Exception as exc:
+                            await self._merge_failed(node, step, exc)
                     changed = delta
                     simple = wf.simple_next.get(node)
                     if simple is None:
@@ -262,7 +267,7 @@ class Driver(Fanout):
                         if packs and len(events) == 2:  # the node reported nothing
                             delta_json = dumps(delta)
                             packed = _packed(start, start_ns, update, update_ns, delta_json, simple)
-                            if not reduce or reducers.keys().isdisjoint(delta):
+                            if replaces:
                                 # new_state holds the delta's very values: its text is the
                                 # checkpoint's too (see Chain.next)
                                 changes_json = delta_json
