@@ -32,6 +32,7 @@ class _Unread:
 
 
 _UNREAD: Any = _Unread()
+_ATOMS = frozenset(ATOMS)
 
 
 class StateCopy(dict[str, Any]):
@@ -42,9 +43,13 @@ class StateCopy(dict[str, Any]):
     __slots__ = ("_source",)
 
     def __init__(self, source: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> None:
-        # One comprehension and one C-level fill: a node's input is built every step.
-        atoms, unread = ATOMS, _UNREAD
-        super().__init__({k: v if type(v) in atoms else unread for k, v in source.items()})
+        # A C-level copy, then a stand-in for each value to copy on first read: a node's
+        # input is built every step, and most of a state's values are often atoms.
+        dict.__init__(self, source)
+        atoms, unread, put = _ATOMS, _UNREAD, dict.__setitem__
+        for key, value in source.items():
+            if type(value) not in atoms:
+                put(self, key, unread)
         self._source = source
         if extra:
             put = dict.__setitem__

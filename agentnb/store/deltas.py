@@ -45,7 +45,7 @@ def diff(
     keys = list(new)
     if (keys if len(keys) == len(old) else keys[: len(old)]) != list(old):
         return None
-    return _changes(old, new, keys, appended)
+    return diff_at(old, new, keys, appended)
 
 
 def diff_at(
@@ -64,16 +64,6 @@ def diff_at(
     list the keys ``old`` had in another order: applying it gives the same state, key
     order included).
     """
-    return _changes(old, new, keys, appended)
-
-
-def _changes(
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
-    keys: Iterable[str],
-    appended: Mapping[str, Sequence[Any]] | None,
-) -> dict[str, Any]:
-    """The delta of ``new`` from ``old`` at ``keys`` (each a key of ``new``)."""
     added: dict[str, Any] = {}
     replaced: dict[str, Any] = {}
     get = old.get
