@@ -72,7 +72,7 @@ class Driver(Fanout):
             if record is None:
                 return
             if events is None:
-                async for _ in self._loop(record, max_supersteps):
+                async for _ in self._loop(record, max_supersteps, quiet=True):
                     pass
             else:
                 async for event in self._loop(record, max_supersteps):
@@ -113,8 +113,10 @@ class Driver(Fanout):
             await self.store.arelease(self.run_id, self.fence)
 
     async def _loop(
-        self, record: RunRecord, max_supersteps: int | None
+        self, record: RunRecord, max_supersteps: int | None, *, quiet: bool = False
     ) -> AsyncIterator[Event | Emitted]:
+        """Drive the run, handing on its events as they happen — but not each step's own
+        when ``quiet`` (nobody reads them: two trips through the generator less a step)."""
         wf = self.workflow
         step = record.step
         approved = record.status == Status.APPROVED
@@ -196,7 +198,8 @@ class Driver(Fanout):
                     at = start_ns / NS if packs else time.time()
                     start = Event(run_id, next(seqs), step, _NODE_START, node, {}, at)
                     self.pending = [start]
-                    yield start
+                    if not quiet:
+                        yield start
                     try:
                         fn = plain_fns.get(node) if self.live is None else None
                         if fn is not None:  # no coroutine for a plain function
@@ -352,9 +355,10 @@ class Driver(Fanout):
                 await self._commit(change, new_state, new_frontier)
                 self.chain = chain
                 state = new_state
-                for event in events:
-                    if event.type is not _NODE_START:
-                        yield event
+                if not quiet:
+                    for event in events:
+                        if event.type is not _NODE_START:
+                            yield event
                 if change.status is not _RUNNING:
                     return
                 frontier, node = new_frontier, nxt_head if new_frontier is None else ""
@@ -379,18 +383,11 @@ def _packed(
     (``delta_json``) and their times as integers (no float to format): what ``pack``
     would write."""
     where = quote(update.node or "")  # (a node's events always name it)
-    rows = (
-        packed_event(start.seq, start.step, _START_JSON, where, "{}", start_ns),
-        packed_event(
-            update.seq,
-            update.step,
-            _UPDATE_JSON,
-            where,
-            f'{{"delta":{delta_json},"next":{quote(simple)}}}',
-            update_ns,
-        ),
+    payload = f'{{"delta":{delta_json},"next":{quote(simple)}}}'
+    return (
+        f"[{packed_event(start.seq, start.step, _START_JSON, where, '{}', start_ns)},"
+        f"{packed_event(update.seq, update.step, _UPDATE_JSON, where, payload, update_ns)}]"
     )
-    return f"[{rows[0]},{rows[1]}]"
 
 
 def _appended(delta: Mapping[str, Any], appends: frozenset[str]) -> dict[str, list[Any]]:

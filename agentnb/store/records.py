@@ -167,9 +167,12 @@ def packed_event(
     text decodes to ``at_ns / NS``, the very float the event holds, without formatting
     a float (``repr`` of one costs more than encoding the rest of the row).
     """
-    seconds, fraction = divmod(at_ns, NS)
-    decimals = str(NS + fraction)[1:]  # the nine digits, zero-padded without a format spec
-    return f"[{seq},{step},{type_json},{node_json},{payload_json},{seconds}.{decimals}]"
+    # (the nine decimals are NS + fraction's digits but the first: zero-padded without a
+    # format spec)
+    return (
+        f"[{seq},{step},{type_json},{node_json},{payload_json},"
+        f"{at_ns // NS}.{str(NS + at_ns % NS)[1:]}]"
+    )
 
 
 @record
