@@ -21,8 +21,11 @@ Settings, and why:
   passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)`` (waiting ``WAL_WAIT_MS`` at
   most for readers, then again after its next write), and ``journal_size_limit`` trims the
   file when the WAL restarts.
-* ``BEGIN IMMEDIATE`` for every write — the write lock is taken up front, so two processes
-  can never both read a row and then both decide to change it.
+* ``BEGIN IMMEDIATE`` for every write transaction — the write lock is taken up front, so
+  two processes can never both read a row and then both decide to change it. A running
+  step is one statement (its fenced ``INSERT``), its own transaction: SQLite takes the
+  write lock when the statement starts, before it reads the run's fence, and commits as
+  it ends — the same as that statement between ``BEGIN IMMEDIATE`` and ``COMMIT``.
 
 The schema is versioned in a ``schema_version`` table; numbered migrations in
 ``migrations/sqlite_NNNN_*.sql`` are applied on open, and a newer database is refused.
