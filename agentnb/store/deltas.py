@@ -122,17 +122,22 @@ def merge(steps: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     then appended to is set to the value with the tail. The inputs are not changed."""
     added: dict[str, list[Any]] = {}
     replaced: dict[str, Any] = {}
-    for step in steps:
-        for key, tail in step.get("append", {}).items():
-            if key in replaced:
-                replaced[key] = [*replaced[key], *tail]
-            elif key in added:
-                added[key].extend(tail)  # a list made here: nobody else holds it
-            else:
-                added[key] = list(tail)
-        for key, value in step.get("set", {}).items():
-            added.pop(key, None)
-            replaced[key] = value
+    for step in steps:  # (a skip merges ``every`` deltas: kept lean)
+        tails = step.get("append")
+        if tails:
+            for key, tail in tails.items():
+                if key in replaced:
+                    replaced[key] = [*replaced[key], *tail]
+                elif key in added:
+                    added[key].extend(tail)  # a list made here: nobody else holds it
+                else:
+                    added[key] = list(tail)
+        values = step.get("set")
+        if values:
+            if added:
+                for key in values:
+                    added.pop(key, None)
+            replaced.update(values)
     delta: dict[str, Any] = {}
     if added:
         delta["append"] = added
