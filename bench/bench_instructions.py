@@ -10,7 +10,8 @@ fresh interpreter each, and prints
 so start-up, imports, building the graph and creating the run cancel out and what is
 left is the steady step: in memory and on SQLite at ``synchronous=NORMAL`` (SQLite's own
 instructions included; an fsync costs none, so FULL is left to ``bench_runtime.py``), and for the
-durable step's floor (plain sqlite3, one INSERT + COMMIT per step, as in bench_runtime).
+durable step's floor (plain sqlite3, one INSERT per step in its own transaction, as in
+bench_runtime).
 
 Run with ``python bench/bench_instructions.py`` (needs ``valgrind``); ``--code DIR`` runs
 another checkout's ``agentnb`` (e.g. ``git archive main``, unpacked) to compare.
@@ -59,8 +60,8 @@ def chain_run(store_kind: str, nodes: int, folder: str) -> None:
 
 
 def floor_run(nodes: int, folder: str) -> None:
-    """bench_runtime's durable-step floor: plain sqlite3, one INSERT + COMMIT per step of
-    a similar checkpoint row, same pragmas."""
+    """bench_runtime's durable-step floor: plain sqlite3, one INSERT per step of a similar
+    checkpoint row in its own transaction, same pragmas."""
     import json
     import sqlite3
 
@@ -71,9 +72,7 @@ def floor_run(nodes: int, folder: str) -> None:
     db.execute("CREATE TABLE cp (run TEXT, step INT, state TEXT, PRIMARY KEY (run, step))")
     for i in range(nodes):
         state = json.dumps({"count": i, "last": f"n{i}", "messages": []})
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT INTO cp VALUES (?, ?, ?)", ("r", i, state))
-        db.execute("COMMIT")
+        db.execute("INSERT INTO cp VALUES (?, ?, ?)", ("r", i, state))  # its own transaction
     db.close()
 
 

@@ -1,9 +1,10 @@
 """The SQL of a durable step alone, beside the floor: where the SQLite side of a step goes.
 
-A NORMAL step of ``bench_runtime.py``'s chain is about 34-39 µs against a 17-19 µs floor
-(38-54 µs before migration 0012, in the same runs); this splits off its SQL. Each figure is µs per statement triple ``BEGIN IMMEDIATE`` / the step's
-one statement / ``COMMIT``, 200 in a row on a fresh file, the min (and median) of 15
-rounds, all kinds alternating in one process (same machine, same moment):
+A NORMAL step of ``bench_runtime.py``'s chain is about 27-30 µs against a 17 µs floor
+(38-54 µs before migration 0012 and the one-statement step); this splits off its SQL.
+Each figure is µs per statement, each its own transaction as a running step of the store
+is (:meth:`SqliteCheckpointer.commit`), 200 in a row on a fresh file, the min (and median)
+of 15 rounds, all kinds alternating in one process (same machine, same moment):
 
 * ``agentnb``: the real schema (a file made by :class:`SqliteCheckpointer`) and the real
   statement (:data:`~agentnb.store.sql_steps.FENCED_ENTRY`) with a delta row of the chain;
@@ -80,12 +81,10 @@ def agentnb_steps(path: Path, ddl: list[str], *, fenced: bool) -> float:
     start = time.perf_counter()
     for i in range(STEPS):
         row = (RUN, 1000 + i, i, "n2099", STATE, EVENTS, time.time(), None, "delta")
-        db.execute("BEGIN IMMEDIATE")
         if fenced:
             cursor = db.execute(FENCED_ENTRY, (*row, RUN, 5, time.time()))
         else:
             cursor = db.execute(plain, row)
-        db.execute("COMMIT")
         assert cursor.rowcount == 1
     elapsed = time.perf_counter() - start
     db.close()
@@ -100,9 +99,7 @@ def floor_steps(path: Path) -> float:
     start = time.perf_counter()
     for i in range(STEPS):
         state = json.dumps({"count": i, "last": f"n{i}", "messages": []})
-        db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO cp VALUES (?, ?, ?)", ("r", i, state))
-        db.execute("COMMIT")
     elapsed = time.perf_counter() - start
     db.close()
     return elapsed / STEPS * 1e6
