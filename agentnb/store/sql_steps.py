@@ -25,6 +25,7 @@ from agentnb.store.writes import CheckpointWrite, StepCommit
 
 __all__ = [
     "FENCED_ENTRY",
+    "FENCED_UNTASKED_ENTRY",
     "acquire",
     "commit",
     "create_run",
@@ -43,6 +44,14 @@ half of it left (parameters: the entry's, then run id, fence, and now + half the
 The entry is selected *from* the run's row (its key: one row or none), not guarded by
 ``WHERE EXISTS``, which SQLite runs as a subprogram of its own (callgrind, the statement
 alone: 79k -> 70k instructions; issue #13)."""
+FENCED_UNTASKED_ENTRY = FENCED_ENTRY.replace(
+    "?, ?, ?, ?, ?, ?, ?, ?, ?", "?, ?, ?, ?, ?, ?, ?, NULL, ?"
+)
+""":data:`FENCED_ENTRY` for an entry with no superstep tasks (a linear step's), its
+``NULL`` written in the statement: parameters as there, without ``tasks``. Python's
+sqlite3 adapts every parameter that is not a plain ``int``, ``float``, ``str`` or
+``bytes`` (``None`` too) through a lookup of ``__adapt__`` and ``__conform__`` that fails
+(callgrind: ~3k instructions a step)."""
 _ENTRY_VALUES = f"{ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _LEASE = "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 WHERE run_id = ?"
 _SAVE_WRITE = (

@@ -47,7 +47,7 @@ from agentnb.store import sql_claims, sql_steps
 from agentnb.store.dialect import Dialect
 from agentnb.store.migrate import LATEST, migrate
 from agentnb.store.sql import SqlCheckpointer
-from agentnb.store.sql_steps import FENCED_ENTRY
+from agentnb.store.sql_steps import FENCED_ENTRY, FENCED_UNTASKED_ENTRY
 from agentnb.store.writes import StepCommit
 
 if TYPE_CHECKING:
@@ -233,12 +233,16 @@ class SqliteCheckpointer(SqlCheckpointer):
         if sql_steps.plain(change):
             now = time.time()
             row = sql_steps.entry(run_id, change, now)
-            params = (*row, run_id, fence, now + lease_seconds / 2)
+            due = now + lease_seconds / 2
+            if row[7] is None:  # no tasks: the statement writes the NULL (see its docstring)
+                statement, params = FENCED_UNTASKED_ENTRY, (*row[:7], row[8], run_id, fence, due)
+            else:
+                statement, params = FENCED_ENTRY, (*row, run_id, fence, due)
             with self._lock:
                 if self._closed:
                     self._check_open()
                 try:
-                    written = self._db.execute(FENCED_ENTRY, params).rowcount
+                    written = self._db.execute(statement, params).rowcount
                 except sqlite3.OperationalError as exc:
                     raise StoreError(f"cannot write to {self.path}: {exc}") from exc
                 if written:
