@@ -167,6 +167,9 @@ def packed_event(
     text decodes to ``at_ns / NS``, the very float the event holds, without formatting
     a float (``repr`` of one costs more than encoding the rest of the row).
     """
+    if at_ns >= NS:  # (any time since 1970-01-01T00:00:01) its digits, the point put in
+        digits = str(at_ns)
+        return f"[{seq},{step},{type_json},{node_json},{payload_json},{digits[:-9]}.{digits[-9:]}]"
     # (the nine decimals are NS + fraction's digits but the first: zero-padded without a
     # format spec)
     return (
