@@ -13,6 +13,14 @@ instructions included; an fsync costs none, so FULL is left to ``bench_runtime.p
 durable step's floor (plain sqlite3, one INSERT per step in its own transaction, as in
 bench_runtime).
 
+A drive makes a trip to the event loop every 5 ms of wall time (the driver's
+``_YIELD_EVERY``, so a cancellation lands between synchronous steps): every ~150 steps at
+full speed, but every few steps under callgrind, which runs ~50x slower, and more often
+the more the machine is loaded. Those trips (~27k instructions each) would be most of
+the run-to-run spread and ~6.7k of each step's count, so the measured program sets the
+cadence beyond the run's length and the count is the step's own; ``--trips`` keeps the
+5 ms (the count as this bench gave it before).
+
 Run with ``python bench/bench_instructions.py`` (needs ``valgrind``); ``--code DIR`` runs
 another checkout's ``agentnb`` (e.g. ``git archive main``, unpacked) to compare.
 """
@@ -31,13 +39,18 @@ from pathlib import Path
 LONG, SHORT = 2200, 200
 
 
-def chain_run(store_kind: str, nodes: int, folder: str) -> None:
+def chain_run(store_kind: str, nodes: int, folder: str, trips: bool = False) -> None:
     """The measured program: run the last ``nodes`` nodes of a ``LONG``-node chain (the
-    graph is the same size either way, so building it cancels out too)."""
+    graph is the same size either way, so building it cancels out too); without
+    ``trips``, no timed trip to the event loop (see above)."""
     if store_kind == "floor":
         floor_run(nodes, folder)
         return
     from agentnb import MemoryCheckpointer, SqliteCheckpointer, StateGraph
+    from agentnb.graph import driver
+
+    if not trips:
+        driver._YIELD_EVERY = float("inf")  # (a bench's knob: see the module's docstring)
 
     store: object
     if store_kind == "memory":
@@ -76,12 +89,12 @@ def floor_run(nodes: int, folder: str) -> None:
     db.close()
 
 
-def instructions(code: Path, store_kind: str, nodes: int, folder: Path) -> int:
+def instructions(code: Path, store_kind: str, nodes: int, folder: Path, trips: bool) -> int:
     out = folder / f"cg.{store_kind}.{nodes}.out"
     program = (
         "import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
         "from bench_instructions import chain_run; "
-        "chain_run(sys.argv[3], int(sys.argv[4]), sys.argv[5])"
+        "chain_run(sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6] == 'trips')"
     )
     subprocess.run(
         [
@@ -96,6 +109,7 @@ def instructions(code: Path, store_kind: str, nodes: int, folder: Path) -> int:
             store_kind,
             str(nodes),
             str(folder),
+            "trips" if trips else "",
         ],
         check=True,
         capture_output=True,
@@ -119,6 +133,11 @@ def main() -> None:
         default="memory,sqlite,floor",
         help="comma-separated: memory, sqlite, floor (plain sqlite3, as bench_runtime's)",
     )
+    parser.add_argument(
+        "--trips",
+        action="store_true",
+        help="keep the drive's 5 ms trips to the event loop (more under load: see above)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed: apt-get install valgrind")
@@ -127,8 +146,8 @@ def main() -> None:
     per_step: dict[str, float] = {}
     for kind in args.stores.split(","):
         with tempfile.TemporaryDirectory() as tmp:
-            long = instructions(code, kind, LONG, Path(tmp))
-            short = instructions(code, kind, SHORT, Path(tmp))
+            long = instructions(code, kind, LONG, Path(tmp), args.trips)
+            short = instructions(code, kind, SHORT, Path(tmp), args.trips)
         per_step[kind] = (long - short) / (LONG - SHORT)
         print(f"{kind:<8}{per_step[kind]:>12,.0f} instructions/step")
     if "sqlite" in per_step and "floor" in per_step:
