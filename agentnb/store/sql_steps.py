@@ -44,14 +44,17 @@ half of it left (parameters: the entry's, then run id, fence, and now + half the
 The entry is selected *from* the run's row (its key: one row or none), not guarded by
 ``WHERE EXISTS``, which SQLite runs as a subprogram of its own (callgrind, the statement
 alone: 79k -> 70k instructions; issue #13)."""
-FENCED_UNTASKED_ENTRY = FENCED_ENTRY.replace(
-    "?, ?, ?, ?, ?, ?, ?, ?, ?", "?, ?, ?, ?, ?, ?, ?, NULL, ?"
+FENCED_UNTASKED_ENTRY = (
+    f"{ENTRY} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8 FROM runs WHERE run_id = ?1 "
+    "AND fence = ?9 AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ?10"
 )
-""":data:`FENCED_ENTRY` for an entry with no superstep tasks (a linear step's), its
-``NULL`` written in the statement: parameters as there, without ``tasks``. Python's
-sqlite3 adapts every parameter that is not a plain ``int``, ``float``, ``str`` or
-``bytes`` (``None`` too) through a lookup of ``__adapt__`` and ``__conform__`` that fails
-(callgrind: ~3k instructions a step)."""
+""":data:`FENCED_ENTRY` for an entry with no superstep tasks (a linear step's), in
+SQLite's numbered parameters: the entry's but ``tasks``, then fence and now + half the
+lease. Each parameter Python's sqlite3 binds costs ~500 instructions, and more for one
+that is not a plain ``int``, ``float``, ``str`` or ``bytes`` (``None`` too: a failing
+lookup of ``__adapt__`` and ``__conform__``): the ``NULL`` is written in the statement,
+and the run id, the entry's first value, is bound once (callgrind: ~3.5k instructions a
+step less)."""
 _ENTRY_VALUES = f"{ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _LEASE = "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 WHERE run_id = ?"
 _SAVE_WRITE = (

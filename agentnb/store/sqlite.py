@@ -235,7 +235,7 @@ class SqliteCheckpointer(SqlCheckpointer):
             row = sql_steps.entry(run_id, change, now)
             due = now + lease_seconds / 2
             if row[7] is None:  # no tasks: the statement writes the NULL (see its docstring)
-                statement, params = FENCED_UNTASKED_ENTRY, (*row[:7], row[8], run_id, fence, due)
+                statement, params = FENCED_UNTASKED_ENTRY, (*row[:7], row[8], fence, due)
             else:
                 statement, params = FENCED_ENTRY, (*row, run_id, fence, due)
             with self._lock:
