@@ -123,12 +123,26 @@ class Committer:
         state: dict[str, Any] | None = None,
         frontier: Frontier | None = None,
     ) -> None:
-        if self._commit_here:  # what acommit would do, minus 2 coroutines
-            self.store.commit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
-        else:
+        if not self._commit_now(change, state, frontier):
             await self.store.acommit(
                 self.run_id, self.fence, change, lease_seconds=self._lease_seconds
             )
+            self._committed(change, state, frontier)
+
+    def _commit_now(
+        self, change: StepCommit, state: dict[str, Any] | None, frontier: Frontier | None
+    ) -> bool:
+        """:meth:`_commit` without a coroutine, when the drive commits on this thread
+        (what acommit would do, minus 2 coroutines): ``False`` if it does not."""
+        if not self._commit_here:
+            return False
+        self.store.commit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
+        self._committed(change, state, frontier)
+        return True
+
+    def _committed(
+        self, change: StepCommit, state: dict[str, Any] | None, frontier: Frontier | None
+    ) -> None:
         self.released = change.release
         self.pending = []
         self.change = change

@@ -249,13 +249,10 @@ class Driver(Fanout):
                     simple = wf.simple_next.get(node)
                     if simple is None:
                         new_frontier, leads = await self._route(tasks, step, new_state, ())
-                        lead = leads[node]
+                        events = self.pending
+                        events.append(self._update(node, node, step + 1, delta, leads[node]))
                     else:
-                        nxt, lead = simple, [simple]
-                    events = self.pending
-                    if simple is None:
-                        events.append(self._update(node, node, step + 1, delta, lead))
-                    else:
+                        nxt, events = simple, self.pending
                         update_ns = time_ns() if packs else 0
                         update = Event(
                             run_id,
@@ -301,8 +298,7 @@ class Driver(Fanout):
                     single = new_frontier.single
                     if single is not None or not (new_frontier.nodes or new_frontier.sends):
                         nxt, new_frontier = single or END, None
-                step += 1
-                executed += 1
+                step, executed = step + 1, executed + 1
                 if new_frontier is None:
                     nxt_head = nxt
                     pause = nxt in before
@@ -343,16 +339,14 @@ class Driver(Fanout):
                         _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
                     )
                 else:
+                    # (by position, no keywords for its __new__ to unpack: no error, no
+                    # digest, no release, no holds)
                     change = StepCommit(
-                        _RUNNING,
-                        nxt_head,
-                        step,
-                        events,
-                        checkpoint,
-                        settles=settles,
-                        events_json=packed,
-                    )
-                await self._commit(change, new_state, new_frontier)
+                        _RUNNING, nxt_head, step, events, checkpoint, None, None, False,
+                        settles, (), packed,
+                    )  # fmt: skip
+                if not self._commit_now(change, new_state, new_frontier):
+                    await self._commit(change, new_state, new_frontier)
                 self.chain = chain
                 state = new_state
                 if not quiet:

@@ -66,8 +66,7 @@ def diff_at(
     """
     added: dict[str, Any] = {}
     replaced: dict[str, Any] = {}
-    get = old.get
-    tails = appended or {}
+    get, tails = old.get, appended
     for key in keys:
         value = new[key]
         before = get(key, _MISSING)

@@ -245,8 +245,10 @@ class SqliteCheckpointer(SqlCheckpointer):
                     written = self._db.execute(statement, params).rowcount
                 except sqlite3.OperationalError as exc:
                     raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-                if written:
-                    self._wrote()
+                if written:  # (_wrote, inlined)
+                    self._writes += 1
+                    if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
+                        self._bound_wal()
                     return
         super().commit(run_id, fence, change, lease_seconds=lease_seconds)
 
