@@ -249,3 +249,18 @@ def test_a_state_copy_reads_like_the_dict_it_copies() -> None:
     view["messages"][0]["a"].append(3)
     view.popitem()
     assert live == snapshot  # nothing done to a copy reaches what it copies
+
+
+def test_a_nodes_copy_is_a_state_copy_as_the_constructor_makes_it() -> None:
+    live = {"n": 1, "messages": [{"a": [1, 2]}], "plan": {"x": None}, "t": "s", "f": 2.5}
+    snapshot = copy.deepcopy(live)
+    made, built = copies.node_copy(live), StateCopy(live)
+    assert type(made) is StateCopy
+    assert dict.__repr__(made) == dict.__repr__(built)  # the same stand-ins, in order
+    assert made == built == live
+    assert made["messages"] is not live["messages"]
+    made["messages"][0]["a"].append(3)
+    made["plan"]["y"] = 1
+    made["n"] = 5
+    assert live == snapshot  # nothing done to it reaches the state it copies
+    assert pickle.loads(pickle.dumps(copies.node_copy(live))) == live
