@@ -27,7 +27,7 @@ from agentnb.graph.subgraph import ChildPaused
 from agentnb.graph.superstep import Frontier, Task, advance
 from agentnb.store.base import Checkpointer, CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.chains import Chain
-from agentnb.store.records import Event, EventType, RunRecord, Status
+from agentnb.store.records import Event, EventType, RunRecord, Status, maker
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Committer", "Failure", "Position", "seq_of"]
 
 _STATE_UPDATE = EventType.STATE_UPDATE
+_new_write = maker(CheckpointWrite)  # (built every step: see maker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +298,7 @@ class Committer:
                 state, new_state, appended, changed=changed, text=changes_json
             )
             if delta_json is not None:
-                return CheckpointWrite(step, node, "", tasks_json, delta_json, chain.last), chain
+                return _new_write(step, node, "", tasks_json, delta_json, chain.last), chain
         new_json = dumps(new_state)
         return CheckpointWrite(step, node, new_json, tasks_json), Chain.after(new_json)
 

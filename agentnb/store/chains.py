@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
 from agentnb.store.deltas import SnapshotPolicy, diff, diff_at, merge
-from agentnb.store.records import record
+from agentnb.store.records import maker, record
 
 if TYPE_CHECKING:
     from agentnb.store.base import CheckpointWrite
@@ -181,7 +181,7 @@ class Chain:
         steps, size = self.steps + 1, self.size + len(text)
         since: _Since = (delta, self.since)
         if not policy.anchor_due(steps, size):
-            return text, Chain(
+            return text, _new_chain(
                 steps, size, self.base, self.policy, self.skips, self.kept, self.replaced,
                 DELTA, since,
             )  # fmt: skip
@@ -202,6 +202,9 @@ class Chain:
         )
         body = "{" + ",".join(parts) + "}"
         return body, Chain(0, 0, self.base, self.policy, skips, kept, replaced_since, SKIP)
+
+
+_new_chain = maker(Chain)  # (built every step: see records.maker)
 
 
 class Link(NamedTuple):

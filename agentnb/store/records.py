@@ -10,7 +10,7 @@ import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, ParamSpec, TypeVar, dataclass_transform
 
 from agentnb.identity import Identity
 
@@ -25,11 +25,13 @@ __all__ = [
     "PendingWrite",
     "RunRecord",
     "Status",
+    "maker",
     "packed_event",
     "record",
 ]
 
 R = TypeVar("R")
+P = ParamSpec("P")
 
 
 @dataclass_transform(frozen_default=True)
@@ -75,6 +77,7 @@ def record(cls: type[R]) -> type[R]:
     )
     signature = ", ".join(["cls", *params])
     stores = "".join(f"\n    self.{n} = {n}" for n in names)
+    made_stores = "".join(f"\n  self.{n} = {n}" for n in names)
     sets = "".join(f"\n  _set_{n}(self, {n})" for n in names)
     values = "".join(f"self.{n}, " for n in names)
     exec(
@@ -85,9 +88,14 @@ def record(cls: type[R]) -> type[R]:
         "\n    return self"
         f"\n  self = _new(cls){sets}"
         "\n  return self"
-        f"\ndef __getnewargs__(self):\n  return ({values})",
+        f"\ndef __getnewargs__(self):\n  return ({values})"
+        f"\ndef _make({', '.join(params)}):\n  self = _new(_open){made_stores}"
+        "\n  self.__class__ = _made"
+        "\n  return self",
         scope,
     )
+    _MAKERS[made] = scope["_make"]
+    scope["_make"].__qualname__ = f"maker({made.__qualname__})"
     for name in ("__new__", "__getnewargs__"):
         method: Callable[..., Any] = scope[name]
         method.__qualname__ = f"{made.__qualname__}.{name}"
@@ -147,6 +155,20 @@ class EventType(StrEnum):
 
 
 DECISIONS = ("approved", "rejected")
+
+
+_MAKERS: dict[object, Callable[..., Any]] = {}
+"""Each record class's plain-function constructor (see :func:`maker`)."""
+
+
+def maker(cls: Callable[P, R]) -> Callable[P, R]:
+    """The constructor of the :func:`record` class ``cls`` as a plain function: the same
+    record from the same arguments, without the call through ``type`` (``type.__call__``
+    reaching a Python ``__new__``: an argument tuple, a keyword dict, ~half the cost of
+    building an event). For the records built on every step; any other class (a
+    record's subclass) is returned as it is."""
+    fast = _MAKERS.get(cls)
+    return cls if fast is None else fast
 
 
 def _iso(at: float) -> str:

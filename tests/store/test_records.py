@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pickle
 from typing import Any
 
 import pytest
@@ -15,7 +16,16 @@ from agentnb import SqliteCheckpointer, StateGraph
 from agentnb._json import dumps, quote
 from agentnb.store.base import CheckpointWrite, StepCommit
 from agentnb.store.chains import Chain
-from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event, record
+from agentnb.store.records import (
+    NS,
+    Event,
+    EventType,
+    RunRecord,
+    Status,
+    maker,
+    packed_event,
+    record,
+)
 from agentnb.store.sql_rows import pack, unpack
 
 FAST = [Event, RunRecord, CheckpointWrite, StepCommit, Chain]
@@ -90,6 +100,36 @@ def test_a_record_is_of_its_own_class_and_copies_and_pickles_as_a_dataclass(
         object.__getattribute__(made, "__setattr__")(fields[0].name, "changed")
     with pytest.raises(dataclasses.FrozenInstanceError):
         delattr(made, fields[0].name)
+
+
+@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
+def test_a_records_maker_builds_the_record_its_class_builds(cls: type[Any]) -> None:
+    make = maker(cls)
+    assert make is not cls
+    fields = dataclasses.fields(cls)
+    values = [f"value {i}" for i in range(len(fields))]
+    required = len([f for f in fields if f.default is dataclasses.MISSING])
+    for args in (values, values[:required]):
+        made = make(*args)
+        assert type(made) is cls
+        assert made == cls(*args)
+        assert [getattr(made, f.name) for f in fields] == [
+            getattr(cls(*args), f.name) for f in fields
+        ]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(made, fields[0].name, "changed")
+        assert pickle.loads(pickle.dumps(made)) == made
+    assert make(**{f.name: v for f, v in zip(fields, values, strict=True)}) == cls(*values)
+    if required:
+        with pytest.raises(TypeError):
+            make()  # its required arguments, as the class's
+
+
+def test_the_maker_of_a_records_subclass_is_the_subclass() -> None:
+    class Special(Event):
+        __slots__ = ()
+
+    assert maker(Special) is Special
 
 
 def test_a_subclass_of_a_record_is_built_the_stock_way() -> None:
