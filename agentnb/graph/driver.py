@@ -46,6 +46,7 @@ _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETE
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
 _START_JSON, _UPDATE_JSON = quote(_NODE_START), quote(_STATE_UPDATE)
 _new_event, _new_commit = maker(Event), maker(StepCommit)  # (built every step: see maker)
+_NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
 
 
 class Driver(Fanout):
@@ -233,19 +234,13 @@ class Driver(Fanout):
                             yield event
                         return
                     self.ran[node] = delta
-                    # Every key replaced (no reducer, or a subgraph, which merged its keys
-                    # already): apply_delta's merge, as one C-level dict merge.
-                    replaces = not reducers or reducers.keys().isdisjoint(delta)
-                    if replaces or node in wf.nested:
-                        new_state = {**state, **delta}
-                        replaces = True
-                    else:
-                        if appends and not appends.isdisjoint(delta):
-                            appended = _appended(delta, appends)
-                        try:
-                            new_state = apply_delta(state, delta, reducers)
-                        except Exception as exc:
-                            await self._merge_failed(node, step, exc)
+                    merging = _NONE if node in wf.nested else reducers  # a subgraph's: merged
+                    if merging and appends and not appends.isdisjoint(delta):
+                        appended = _appended(delta, appends)
+                    try:
+                        new_state = apply_delta(state, delta, merging)
+                    except Exception as exc:
+                        await self._merge_failed(node, step, exc)
                     changed = delta
                     simple = wf.simple_next.get(node)
                     if simple is None:
@@ -268,9 +263,9 @@ class Driver(Fanout):
                         if packs and len(events) == 2:  # the node reported nothing
                             delta_json = dumps(delta)
                             packed = _packed(start, start_ns, update, update_ns, delta_json, simple)
-                            if replaces:
-                                # new_state holds the delta's very values: its text is the
-                                # checkpoint's too (see Chain.next)
+                            if not merging or merging.keys().isdisjoint(delta):
+                                # every key replaced: new_state holds the delta's very
+                                # values, its text is the checkpoint's too (Chain.next)
                                 changes_json = delta_json
                 else:
                     results: dict[str, dict[str, Any]] = {}

@@ -39,3 +39,9 @@ class Dialect:
     """The driver's errors for inserting a key that exists (imported when first asked)."""
     spell: Callable[[str], str] = _as_written
     """A shared statement's text as this engine's driver takes it."""
+    open_listing: bool = False
+    """Whether a history listing seeks the run's first entry and reads on with no range end,
+    stopping at the next run's (SQLite: in a WITHOUT ROWID table a range's end is compared
+    with whole rows, a big body read for one comparison; see
+    ``sql_checkpoints._LISTING_ON``), rather than reading the run's range
+    (PostgreSQL, whose driver fetches a result whole)."""

@@ -366,7 +366,7 @@ class SqlCheckpointer(Checkpointer):
         # One scan of the run's primary-key range, its small columns only (0012).
         with self._lock:
             self._check_open()
-            found = sql_checkpoints.infos(self._db, run_id)
+            found = sql_checkpoints.infos(self._db, run_id, open_ended=self.dialect.open_listing)
         if not found:
             self.get_run(run_id)
         return found

@@ -176,15 +176,12 @@ def checkpoints(db: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
     ]
 
 
-def _is_sqlite(db: object) -> bool:
-    """SQLite's connection, not PostgreSQL's session (which speaks the same statements)."""
-    return isinstance(db, sqlite3.Connection)
-
-
-def infos(db: sqlite3.Connection, run_id: str) -> list[CheckpointInfo]:
+def infos(db: sqlite3.Connection, run_id: str, *, open_ended: bool) -> list[CheckpointInfo]:
     """Every checkpoint's step, node and time, from one scan of the run's primary-key
-    range: those columns come before the bodies (0012), so no body is read."""
-    if _is_sqlite(db):
+    range: those columns come before the bodies (0012), so no body is read.
+    ``open_ended``: read it by ``_LISTING_ON`` (the dialect's
+    :attr:`~agentnb.store.dialect.Dialect.open_listing`)."""
+    if open_ended:
         cursor = db.execute(_LISTING_ON, (run_id,))
         try:
             rows = [r[1:] for r in itertools.takewhile(lambda r: r[0] == run_id, cursor)]

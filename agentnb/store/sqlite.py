@@ -59,6 +59,7 @@ SQLITE = Dialect(
     "sqlite",
     claim=sql_claims.update,  # the write lock taken up front already excludes other claims
     duplicate=lambda: (sqlite3.IntegrityError,),
+    open_listing=True,
 )
 """SQLite's spelling: the shared SQL as written."""
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -245,10 +246,8 @@ class SqliteCheckpointer(SqlCheckpointer):
                     written = self._db.execute(statement, params).rowcount
                 except sqlite3.OperationalError as exc:
                     raise StoreError(f"cannot write to {self.path}: {exc}") from exc
-                if written:  # (_wrote, inlined)
-                    self._writes += 1
-                    if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
-                        self._bound_wal()
+                if written:
+                    self._wrote()
                     return
         super().commit(run_id, fence, change, lease_seconds=lease_seconds)
 
