@@ -24,10 +24,19 @@ from agentnb import (
 from agentnb._aio import run_sync
 from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.testing import ThrowawayPostgres
+from tests.values import refusing_reassignment
 
 BACKENDS = ["memory", "sqlite", "postgres", "postgres-pool"]
 """``postgres-pool``: the PostgreSQL store with a pool of connections (``connections=3``),
 each call on one it holds, as a worker driving runs concurrently has it."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def records_are_values() -> Iterator[None]:
+    """Every test runs with the unfrozen records refusing a second assignment of a field
+    (see tests/values.py): the runtime treats them as values, and this keeps it so."""
+    with refusing_reassignment():
+        yield
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Checkpointer:

@@ -17,7 +17,7 @@ from agentnb._json import check, dumps, loads
 from agentnb.errors import BreakerOpen, InvalidState, NodeFailed
 from agentnb.graph.commits import Committer, Failure
 from agentnb.graph.context import NodeContext
-from agentnb.graph.copies import StateCopy, node_copy
+from agentnb.graph.copies import StateCopy
 from agentnb.graph.streams import Streams
 from agentnb.graph.subgraph import drive_child
 from agentnb.graph.superstep import Task
@@ -69,13 +69,13 @@ class Caller(Committer):
                         self.store, self.run_id, node, step, sink, task.id, emitted.add
                     )
                     try:
-                        result = spec.fn(node_copy(state), context)
+                        result = spec.fn(StateCopy(state), context)
                         if type(result) is not dict and inspect.isawaitable(result):
                             result = await result
                     finally:
                         emitted.flush(sink)
                 else:
-                    result = spec.fn(node_copy(state))
+                    result = spec.fn(StateCopy(state))
                     if type(result) is not dict and inspect.isawaitable(result):
                         result = await result
             except Exception as exc:
@@ -153,7 +153,7 @@ class Caller(Committer):
             Failure: as :meth:`_invoke`.
         """
         try:
-            result = fn(node_copy(state))
+            result = fn(StateCopy(state))
         except Exception as exc:
             raise Failure(node, self._node_failed(node, step, exc)) from None
         if type(result) is not dict and inspect.isawaitable(result):

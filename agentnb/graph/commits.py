@@ -27,7 +27,7 @@ from agentnb.graph.subgraph import ChildPaused
 from agentnb.graph.superstep import Frontier, Task, advance
 from agentnb.store.base import Checkpointer, CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.chains import Chain
-from agentnb.store.records import Event, EventType, RunRecord, Status, maker
+from agentnb.store.records import Event, EventType, RunRecord, Status
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["Committer", "Failure", "Position", "seq_of"]
 
 _STATE_UPDATE = EventType.STATE_UPDATE
-_new_write = maker(CheckpointWrite)  # (built every step: see maker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +297,7 @@ class Committer:
                 state, new_state, appended, changed=changed, text=changes_json
             )
             if delta_json is not None:
-                return _new_write(step, node, "", tasks_json, delta_json, chain.last), chain
+                return CheckpointWrite(step, node, "", tasks_json, delta_json, chain.last), chain
         new_json = dumps(new_state)
         return CheckpointWrite(step, node, new_json, tasks_json), Chain.after(new_json)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentnb.graph.state import ATOMS, json_copy
 
-__all__ = ["StateCopy", "json_copy", "node_copy"]
+__all__ = ["StateCopy", "json_copy"]
 
 
 class _Unread:
@@ -129,25 +129,3 @@ class StateCopy(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.copy(),))
-
-
-class _Copying(StateCopy):
-    """A :class:`StateCopy` while :func:`node_copy` fills it: its ``__init__`` is
-    ``dict``'s own, the C-level copy, reached with no Python call (the instance then
-    becomes a StateCopy: the layouts are the same)."""
-
-    __slots__ = ()
-    __init__ = dict.__init__
-
-
-def node_copy(source: Mapping[str, Any]) -> StateCopy:
-    """``StateCopy(source)``, what a node gets every step, without a Python ``__init__``
-    (called through ``type``, it cost about as much as the copy itself)."""
-    view: StateCopy = _Copying(source)
-    atoms, unread = _ATOMS, _UNREAD
-    for key, value in source.items():
-        if type(value) not in atoms:
-            view[key] = unread  # (dict's own store: a StateCopy does not define one)
-    view._source = source
-    view.__class__ = StateCopy
-    return view

@@ -34,7 +34,7 @@ from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Frontier, Task, plan
 from agentnb.store.base import StepCommit, pending_digest
-from agentnb.store.records import NS, Event, EventType, RunRecord, Status, maker, packed_event
+from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event
 
 __all__ = ["Driver", "Position"]
 
@@ -45,7 +45,6 @@ node is synchronous (and other tasks, like a widget's, keep running)."""
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
 _NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
 _START_JSON, _UPDATE_JSON = quote(_NODE_START), quote(_STATE_UPDATE)
-_new_event, _new_commit = maker(Event), maker(StepCommit)  # (built every step: see maker)
 _NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
 
 
@@ -198,7 +197,7 @@ class Driver(Fanout):
                     # _packed); the others, the float alone.
                     start_ns = time_ns() if packs else 0
                     at = start_ns / NS if packs else time.time()
-                    start = _new_event(run_id, next(seqs), step, _NODE_START, node, {}, at)
+                    start = Event(run_id, next(seqs), step, _NODE_START, node, {}, at)
                     self.pending = [start]
                     if not quiet:
                         yield start
@@ -250,7 +249,7 @@ class Driver(Fanout):
                     else:
                         nxt, events = simple, self.pending
                         update_ns = time_ns() if packs else 0
-                        update = _new_event(
+                        update = Event(
                             run_id,
                             next(seqs),
                             step + 1,
@@ -335,9 +334,8 @@ class Driver(Fanout):
                         _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
                     )
                 else:
-                    # (by position, no keywords for its __new__ to unpack: no error, no
-                    # digest, no release, no holds)
-                    change = _new_commit(
+                    # (no error, no digest, no release, no holds)
+                    change = StepCommit(
                         _RUNNING, nxt_head, step, events, checkpoint, None, None, False,
                         settles, (), packed,
                     )  # fmt: skip

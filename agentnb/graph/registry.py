@@ -21,6 +21,7 @@ from agentnb.graph.builder import RESERVED
 
 __all__ = [
     "Registry",
+    "Unregistered",
     "items",
     "nodes",
     "placeholders",
@@ -130,11 +131,16 @@ def reference_problems(data: Any, registry: Registry) -> list[SchemaProblem]:
     return problems
 
 
+class Unregistered(Exception):
+    """Stands, in a graph loaded for drawing only (:func:`placeholders`), for each
+    exception a file names that is not built in: nothing raises it."""
+
+
 def placeholders(data: Any, source: str) -> dict[str, Any]:
     registry: dict[str, Any] = {}
     for _, role, name in references(data):
         if role == "exception":
-            registry[name] = resolve(role, name, {}) or type(name, (Exception,), {})
+            registry[name] = resolve(role, name, {}) or Unregistered
         elif role == "subgraph" and name not in registry:
             from agentnb.graph.builder import StateGraph
 

@@ -52,13 +52,12 @@ runs, edits or writers.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from agentnb._json import dumps, loads
 from agentnb.errors import StoreError
 from agentnb.store.deltas import SnapshotPolicy, diff, diff_at, merge
-from agentnb.store.records import maker, record
 
 if TYPE_CHECKING:
     from agentnb.store.base import CheckpointWrite
@@ -115,7 +114,7 @@ list of plain pairs (O(1) per step, built at C speed; a chain that was not store
 dropped with nothing to undo)."""
 
 
-@record  # a new one every step: see records.record
+@dataclass(slots=True)  # not frozen: built on every step (see agentnb.store.records)
 class Chain:
     """Where a run's stored chain stands: the deltas since its last anchor (how many,
     their JSON bytes), the skips since its last snapshot (how many, the bytes they append
@@ -181,7 +180,7 @@ class Chain:
         steps, size = self.steps + 1, self.size + len(text)
         since: _Since = (delta, self.since)
         if not policy.anchor_due(steps, size):
-            return text, _new_chain(
+            return text, Chain(
                 steps, size, self.base, self.policy, self.skips, self.kept, self.replaced,
                 DELTA, since,
             )  # fmt: skip
@@ -202,9 +201,6 @@ class Chain:
         )
         body = "{" + ",".join(parts) + "}"
         return body, Chain(0, 0, self.base, self.policy, skips, kept, replaced_since, SKIP)
-
-
-_new_chain = maker(Chain)  # (built every step: see records.maker)
 
 
 class Link(NamedTuple):

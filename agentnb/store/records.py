@@ -1,16 +1,28 @@
-"""The records a checkpointer stores and returns: frozen dataclasses, JSON payloads.
+"""The records a checkpointer stores and returns: slotted dataclasses, JSON payloads.
 
 Times are seconds since the epoch (UTC) as floats; ``at_iso`` gives a readable form.
+
+Records are values: once built, nothing in agentnb assigns a field of one (a changed
+record is a new one, made with ``dataclasses.replace``), and neither should code that
+gets them — a :class:`~agentnb.MemoryCheckpointer` hands out the very records it holds.
+Most are frozen dataclasses, which says so. The records a step builds every time —
+its events (:class:`Event`), the run's :class:`RunRecord`, the step's
+:class:`~agentnb.store.writes.StepCommit` and
+:class:`~agentnb.store.writes.CheckpointWrite`, the
+:class:`~agentnb.store.chains.Chain` — are ``@dataclass(slots=True)`` without
+``frozen``: a frozen dataclass's ``__init__`` sets each field through
+``object.__setattr__``, five to nine times the cost of building the record
+(``bench/bench_records.py``: an event 1.2 µs instead of 0.24 µs; all of them 9 µs a
+linear step in memory). The test suite refuses any assignment to their fields after
+they are built (``tests/values.py``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ParamSpec, TypeVar, dataclass_transform
+from typing import Any
 
 from agentnb.identity import Identity
 
@@ -25,85 +37,8 @@ __all__ = [
     "PendingWrite",
     "RunRecord",
     "Status",
-    "maker",
     "packed_event",
-    "record",
 ]
-
-R = TypeVar("R")
-P = ParamSpec("P")
-
-
-@dataclass_transform(frozen_default=True)
-def record(cls: type[R]) -> type[R]:
-    """``@dataclass(frozen=True, slots=True)`` whose instances are built at the cost of
-    plain assignments.
-
-    A frozen dataclass's own ``__init__`` assigns every field through
-    ``object.__setattr__`` (its ``__setattr__`` refuses), about four times the cost of a
-    plain assignment; the records a step builds (events, the commit, its checkpoint, the
-    chain) pay it on every step. A record is made by a ``__new__`` instead: it fills the
-    slots of an *open* twin — a subclass adding no slots, whose ``__setattr__`` and
-    ``__delattr__`` are ``object``'s, so each field is a plain store — then gives the
-    instance the record's class (the layouts are the same). No ``__init__`` runs after
-    it. The instance is as frozen as before (assigning a field raises
-    ``FrozenInstanceError``), and ``dataclasses.replace``, ``fields``, ``==``, ``repr``,
-    ``copy`` and ``pickle`` work as they did. A subclass of a record is built the stock
-    way.
-    """
-    made: Any = dataclass(frozen=True, slots=True)(cls)
-    names, params = [], []
-    scope: dict[str, Any] = {"_made": made, "_new": object.__new__}
-    for f in dataclasses.fields(made):
-        if f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only:
-            return made  # type: ignore[no-any-return]  # (none of those here: keep the stock one)
-        names.append(f.name)
-        scope[f"_set_{f.name}"] = made.__dict__[f.name].__set__
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            scope[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-    scope["_open"] = type(
-        f"_Open{made.__name__}",
-        (made,),
-        {
-            "__slots__": (),
-            # both: they are one slot in C, so stores are C's own only when neither is Python
-            "__setattr__": object.__setattr__,
-            "__delattr__": object.__delattr__,
-            "__module__": made.__module__,
-        },
-    )
-    signature = ", ".join(["cls", *params])
-    stores = "".join(f"\n    self.{n} = {n}" for n in names)
-    made_stores = "".join(f"\n  self.{n} = {n}" for n in names)
-    sets = "".join(f"\n  _set_{n}(self, {n})" for n in names)
-    values = "".join(f"self.{n}, " for n in names)
-    exec(
-        f"def __new__({signature}):"
-        "\n  if cls is _made:"
-        f"\n    self = _new(_open){stores}"
-        "\n    self.__class__ = cls"
-        "\n    return self"
-        f"\n  self = _new(cls){sets}"
-        "\n  return self"
-        f"\ndef __getnewargs__(self):\n  return ({values})"
-        f"\ndef _make({', '.join(params)}):\n  self = _new(_open){made_stores}"
-        "\n  self.__class__ = _made"
-        "\n  return self",
-        scope,
-    )
-    _MAKERS[made] = scope["_make"]
-    scope["_make"].__qualname__ = f"maker({made.__qualname__})"
-    for name in ("__new__", "__getnewargs__"):
-        method: Callable[..., Any] = scope[name]
-        method.__qualname__ = f"{made.__qualname__}.{name}"
-        method.__module__ = made.__module__
-        setattr(made, name, method)
-    made.__new__.__doc__ = made.__init__.__doc__
-    del made.__init__  # object's: it checks nothing when __new__ is a class's own
-    return made  # type: ignore[no-any-return]
 
 
 class Status(StrEnum):
@@ -157,20 +92,6 @@ class EventType(StrEnum):
 DECISIONS = ("approved", "rejected")
 
 
-_MAKERS: dict[object, Callable[..., Any]] = {}
-"""Each record class's plain-function constructor (see :func:`maker`)."""
-
-
-def maker(cls: Callable[P, R]) -> Callable[P, R]:
-    """The constructor of the :func:`record` class ``cls`` as a plain function: the same
-    record from the same arguments, without the call through ``type`` (``type.__call__``
-    reaching a Python ``__new__``: an argument tuple, a keyword dict, ~half the cost of
-    building an event). For the records built on every step; any other class (a
-    record's subclass) is returned as it is."""
-    fast = _MAKERS.get(cls)
-    return cls if fast is None else fast
-
-
 def _iso(at: float) -> str:
     return _dt.datetime.fromtimestamp(at, _dt.UTC).isoformat(timespec="milliseconds")
 
@@ -200,7 +121,7 @@ def packed_event(
     )
 
 
-@record
+@dataclass(slots=True)  # not frozen: built on every step (see the module's docstring)
 class Event:
     """One thing that happened in a run, in order (``seq`` counts from 1 per run)."""
 
@@ -277,7 +198,7 @@ class PendingTask:
     replaces: tuple[str, ...] = ()
 
 
-@record
+@dataclass(slots=True)  # not frozen: built on every step (see the module's docstring)
 class RunRecord:
     """A run's row: status, position, and who (if anyone) is driving it."""
 

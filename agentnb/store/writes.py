@@ -16,7 +16,7 @@ from typing import Any
 
 from agentnb._json import dumps
 from agentnb.errors import ApprovalNotPending, ConflictingEdit, InvalidDecision, StaleApproval
-from agentnb.store.records import DECISIONS, Event, PendingTask, RunRecord, Status, record
+from agentnb.store.records import DECISIONS, Event, PendingTask, RunRecord, Status
 
 __all__ = [
     "CheckpointWrite",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-@record  # built every step: see records.record
+@dataclass(slots=True)  # not frozen: built on every step (see agentnb.store.records)
 class CheckpointWrite:
     """A checkpoint to save: the state (already JSON) after ``step`` nodes, and the next node;
     or, with ``delta_json``, only what changed since the step before."""
@@ -52,7 +52,7 @@ class CheckpointWrite:
     run's previous anchor (:attr:`agentnb.store.chains.Chain.last` says which)."""
 
 
-@record  # built every step: see records.record
+@dataclass(slots=True)  # not frozen: built on every step (see agentnb.store.records)
 class StepCommit:
     """Everything one step changes, written in one transaction by :meth:`Checkpointer.commit`."""
 

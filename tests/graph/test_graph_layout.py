@@ -46,12 +46,3 @@ def test_the_driver_never_imports_the_run_handle() -> None:
         for other in graph_imports(part) & {"run", "approvals", "handle"}
     ]
     assert problems == []
-
-
-def test_the_split_modules_stay_nouns_of_at_most_400_lines() -> None:
-    long = {
-        name: n
-        for name in DRIVER + RUN
-        if (n := len((PACKAGE / f"{name}.py").read_text().splitlines())) > 400
-    }
-    assert long == {}

@@ -251,16 +251,21 @@ def test_a_state_copy_reads_like_the_dict_it_copies() -> None:
     assert live == snapshot  # nothing done to a copy reaches what it copies
 
 
-def test_a_nodes_copy_is_a_state_copy_as_the_constructor_makes_it() -> None:
+def test_a_node_gets_a_state_copy_that_copies_and_pickles_as_the_state(drive: Driver) -> None:
     live = {"n": 1, "messages": [{"a": [1, 2]}], "plan": {"x": None}, "t": "s", "f": 2.5}
-    snapshot = copy.deepcopy(live)
-    made, built = copies.node_copy(live), StateCopy(live)
-    assert type(made) is StateCopy
-    assert dict.__repr__(made) == dict.__repr__(built)  # the same stand-ins, in order
-    assert made == built == live
-    assert made["messages"] is not live["messages"]
-    made["messages"][0]["a"].append(3)
-    made["plan"]["y"] = 1
-    made["n"] = 5
-    assert live == snapshot  # nothing done to it reaches the state it copies
-    assert pickle.loads(pickle.dumps(copies.node_copy(live))) == live
+    seen: list[Any] = []
+
+    def keep(state: dict[str, Any]) -> None:
+        seen.append((type(state), dict.__getitem__(state, "n"), state == live))
+        seen.append(pickle.loads(pickle.dumps(state)))
+        state["messages"][0]["a"].append(3)
+        state["plan"]["y"] = 1
+
+    g = StateGraph("seen")
+    g.add_node("a", keep)
+    g.set_entry_point("a")
+    run = drive.run(g.compile(MemoryCheckpointer()).start(copy.deepcopy(live)))
+    assert seen[0] == (StateCopy, 1, True)  # an atom handed over as it is, all equal
+    assert type(seen[1]) is dict
+    assert seen[1] == live
+    assert run.state == live  # nothing done to the copy reached the state

@@ -1,10 +1,11 @@
-"""``records.record`` (a frozen dataclass whose ``__new__`` fills the slots as plain stores) and
-``records.packed_event`` (an event row as the SQL stores pack it, from encoded parts)."""
+"""The store's records (plain slotted dataclasses: the unfrozen ones are values all the
+same, see tests/values.py) and ``records.packed_event`` (an event row as the SQL stores
+pack it, from encoded parts)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import inspect
 import pickle
 from typing import Any
 
@@ -14,48 +15,34 @@ from hypothesis import strategies as st
 
 from agentnb import SqliteCheckpointer, StateGraph
 from agentnb._json import dumps, quote
-from agentnb.store.base import CheckpointWrite, StepCommit
 from agentnb.store.chains import Chain
 from agentnb.store.records import (
     NS,
+    Checkpoint,
+    Decision,
+    Effect,
     Event,
     EventType,
+    PendingTask,
+    PendingWrite,
     RunRecord,
     Status,
-    maker,
     packed_event,
-    record,
 )
 from agentnb.store.sql_rows import pack, unpack
+from agentnb.store.writes import DecisionEdit
+from tests.values import UNFROZEN, Reassigned
 
-FAST = [Event, RunRecord, CheckpointWrite, StepCommit, Chain]
-
-
-def stock(cls: type[Any]) -> type[Any]:
-    """The same fields as a plain frozen dataclass: what ``record`` must behave like."""
-    return dataclasses.make_dataclass(
-        f"Stock{cls.__name__}",
-        [
-            (f.name, f.type, dataclasses.field(default=f.default))
-            if f.default is not dataclasses.MISSING
-            else (f.name, f.type)
-            for f in dataclasses.fields(cls)
-        ],
-        frozen=True,
-        slots=True,
-    )
+FROZEN = [Checkpoint, PendingWrite, PendingTask, Decision, Effect, DecisionEdit]
+RECORDS = [*UNFROZEN, *FROZEN]
 
 
-@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
-def test_a_record_takes_the_arguments_a_frozen_dataclass_takes(cls: type[Any]) -> None:
-    ours = inspect.signature(cls)
-    theirs = inspect.signature(stock(cls))
-    assert [(p.name, p.default, p.kind) for p in ours.parameters.values()] == [
-        (p.name, p.default, p.kind) for p in theirs.parameters.values()
-    ]
+def built(cls: type[Any]) -> Any:
+    """A record of ``cls`` with a distinct value in every field."""
+    return cls(*[f"value {i}" for i in range(len(dataclasses.fields(cls)))])
 
 
-@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__name__)
 def test_every_field_a_record_is_given_is_set(cls: type[Any]) -> None:
     fields = dataclasses.fields(cls)
     values = [f"value {i}" for i in range(len(fields))]
@@ -68,93 +55,52 @@ def test_every_field_a_record_is_given_is_set(cls: type[Any]) -> None:
     assert [getattr(defaults, f.name) for f in fields[len(required) :]] == [
         f.default for f in fields[len(required) :]
     ]
+    if required:
+        with pytest.raises(TypeError):
+            cls()  # its required arguments
 
 
-def test_a_record_stays_frozen_and_replaceable() -> None:
-    event = Event("r", 1, 0, "x", None, {"a": 1}, 1.5)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        event.seq = 2  # type: ignore[misc]
-    moved = dataclasses.replace(event, seq=2)
-    assert (moved.seq, moved.payload, event.seq) == (2, {"a": 1}, 1)
-    assert event == Event("r", 1, 0, "x", None, {"a": 1}, 1.5)
-    assert repr(event).startswith("Event(run_id='r', seq=1,")
-    assert not hasattr(event, "__dict__")  # slots, as before
-    run = RunRecord("r", "g", "s", Status.RUNNING, "n", 0, 1, 10, 0.0, 0.0)
-    assert (run.fence, run.lease_owner) == (0, None)
-
-
-@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
-def test_a_record_is_of_its_own_class_and_copies_and_pickles_as_a_dataclass(
-    cls: type[Any],
-) -> None:
-    import copy
-    import pickle
-
-    fields = dataclasses.fields(cls)
-    made = cls(*[f"value {i}" for i in range(len(fields))])
-    assert type(made) is cls
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__name__)
+def test_a_record_is_slotted_and_copies_and_pickles_to_an_equal_one(cls: type[Any]) -> None:
+    made = built(cls)
+    assert not hasattr(made, "__dict__")
     for again in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
         assert type(again) is cls
         assert again == made
+    assert dataclasses.replace(made) == made
+
+
+@pytest.mark.parametrize("cls", FROZEN, ids=lambda c: c.__name__)
+def test_a_frozen_record_refuses_assignment(cls: type[Any]) -> None:
+    made = built(cls)
+    name = dataclasses.fields(cls)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
-        object.__getattribute__(made, "__setattr__")(fields[0].name, "changed")
+        setattr(made, name, "changed")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        delattr(made, fields[0].name)
+        delattr(made, name)
 
 
-@pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
-def test_a_records_maker_builds_the_record_its_class_builds(cls: type[Any]) -> None:
-    make = maker(cls)
-    assert make is not cls
-    fields = dataclasses.fields(cls)
-    values = [f"value {i}" for i in range(len(fields))]
-    required = len([f for f in fields if f.default is dataclasses.MISSING])
-    for args in (values, values[:required]):
-        made = make(*args)
-        assert type(made) is cls
-        assert made == cls(*args)
-        assert [getattr(made, f.name) for f in fields] == [
-            getattr(cls(*args), f.name) for f in fields
-        ]
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(made, fields[0].name, "changed")
-        assert pickle.loads(pickle.dumps(made)) == made
-    assert make(**{f.name: v for f, v in zip(fields, values, strict=True)}) == cls(*values)
-    if required:
-        with pytest.raises(TypeError):
-            make()  # its required arguments, as the class's
+@pytest.mark.parametrize("cls", UNFROZEN, ids=lambda c: c.__name__)
+def test_the_suite_refuses_reassigning_a_field_of_an_unfrozen_record(cls: type[Any]) -> None:
+    made = built(cls)
+    name = dataclasses.fields(cls)[0].name
+    with pytest.raises(Reassigned, match=f"{cls.__name__}.{name} assigned"):
+        setattr(made, name, "changed")
+    with pytest.raises(Reassigned, match=f"{cls.__name__}.{name} deleted"):
+        delattr(made, name)
+    assert getattr(made, name) == "value 0"
+    moved = dataclasses.replace(made, **{name: "changed"})  # the way to change one
+    assert (getattr(moved, name), getattr(made, name)) == ("changed", "value 0")
 
 
-def test_the_maker_of_a_records_subclass_is_the_subclass() -> None:
-    class Special(Event):
-        __slots__ = ()
-
-    assert maker(Special) is Special
-
-
-def test_a_subclass_of_a_record_is_built_the_stock_way() -> None:
-    class Special(Event):
-        __slots__ = ("extra",)
-
-        def __init__(self, *args: Any) -> None:
-            object.__setattr__(self, "extra", len(args))
-
-    special = Special("r", 1, 0, "x", None, {}, 1.5)
-    assert type(special) is Special
-    assert (special.seq, special.at, special.extra) == (1, 1.5, 7)
-    assert special == Special("r", 1, 0, "x", None, {}, 1.5)
-
-
-def test_a_record_with_a_factory_keeps_the_stock_init() -> None:
-    @record
-    class Listed:
-        items: list[int] = dataclasses.field(default_factory=list)
-
-    first, second = Listed(), Listed()
-    assert first.items == []
-    assert first.items is not second.items
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        first.items = [1]  # type: ignore[misc]
+def test_records_compare_by_their_fields_and_show_them() -> None:
+    event = Event("r", 1, 0, "x", None, {"a": 1}, 1.5)
+    assert event == Event("r", 1, 0, "x", None, {"a": 1}, 1.5)
+    assert event != Event("r", 2, 0, "x", None, {"a": 1}, 1.5)
+    assert repr(event).startswith("Event(run_id='r', seq=1,")
+    run = RunRecord("r", "g", "s", Status.RUNNING, "n", 0, 1, 10, 0.0, 0.0)
+    assert (run.fence, run.lease_owner, run.worker) == (0, None, None)
+    assert Chain(1, 2, since=({"a": 1}, None)) == Chain(1, 2)  # ``since`` is not compared
 
 
 json_values = st.recursive(
