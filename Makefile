@@ -1,13 +1,15 @@
 # Two commands on a fresh Debian/Ubuntu machine with Python 3.11+:
 #   make demo   - set up .venv with the notebook extras and open JupyterLab on notebooks/
 #   make test   - set up .venv with the test tools, then lint, type-check and run the tests
+#   make check  - the fast inner loop: lint, types and the tests that start no process,
+#                 server, kernel or browser (under 90 s on 2 cores)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,7 +78,7 @@ lint: $(VENV)/.dev
 # The browser tests run in a pytest process of their own: Playwright's sync API drives its
 # own event loop in the main thread, which earlier tests' asyncio runners must not share.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not browser"
+	$(PY) -m pytest -m "not browser" --durations=20
 	$(PY) -m pytest -m browser
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
@@ -97,6 +99,15 @@ soak: $(VENV)/.dev
 	$(PY) bench/soak.py $(SOAK)
 
 test: lint unit nbval soak
+
+# The fast inner loop (make test is the whole check): lint and types, then the tests marked
+# neither slow (processes, kernels) nor browser, on the in-process backends only: the
+# PostgreSQL-backed variants of the same tests run in make test.
+check: $(VENV)/.dev
+	$(VENV)/bin/ruff check agentnb tests bench
+	$(VENV)/bin/ruff format --check agentnb tests bench
+	$(VENV)/bin/mypy agentnb
+	$(PY) -m pytest -q -x -p no:cacheprovider -m "not slow and not browser and not postgres"
 
 bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"

@@ -39,6 +39,18 @@ def records_are_values() -> Iterator[None]:
         yield
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs the PostgreSQL server ``postgres``: it asks for the server
+    (``pg_dsn``, ``pg_cluster``, ``dsn``) or is a PostgreSQL variant of a backend-parametrized
+    test. ``make check`` leaves them out; ``make test`` runs them."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        variants = [str(value) for value in callspec.params.values()] if callspec else []
+        asks = {"pg_dsn", "pg_cluster", "dsn"} & set(getattr(item, "fixturenames", ()))
+        if asks or any(value.startswith("postgres") for value in variants):
+            item.add_marker(pytest.mark.postgres)
+
+
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Checkpointer:
     if kind == "memory":
         return MemoryCheckpointer()
