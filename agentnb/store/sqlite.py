@@ -232,9 +232,8 @@ class SqliteCheckpointer(SqlCheckpointer):
         it writes nothing (less than half the lease left, or the lease lost), the shared
         transaction decides, as for every other change."""
         if sql_steps.plain(change):
-            now = time.time()
-            row = sql_steps.entry(run_id, change, now)
-            due = now + lease_seconds / 2
+            row = sql_steps.entry(run_id, change, time.time())
+            due = lease_seconds / 2  # more than this left on the lease, by SQLite's clock
             if row[7] is None:  # no tasks: the statement writes the NULL (see its docstring)
                 statement, params = FENCED_UNTASKED_ENTRY, (*row[:7], row[8], fence, due)
             else:
