@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agentnb import Checkpointer, ManualClock, Status
+from agentnb import Checkpointer, ManualClock, RunBusy, Status
 from agentnb.cli._stores import open_store
 from tests.processes import python
 from tests.store.clock_worker import lamp, slow
@@ -105,6 +105,33 @@ def executions(tmp: Path) -> collections.Counter[str]:
 
 def lease_of(store: Checkpointer, run_id: str) -> float:
     return store.get_run(run_id).lease_expires or 0.0
+
+
+def test_taking_checking_and_renewing_a_lease_read_the_databases_clock_not_the_callers(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = time.time
+    holder, other = "a-host:1:holder", "b-host:2:other"  # other hosts: neither looks dead
+    with open_store(db) as store:
+        wf = slow(store, 30)
+        graphs = {wf.name: wf.shape}
+        run_id = wf.submit().run_id
+        monkeypatch.setattr(time, "time", lambda: real() - HOUR)
+        [claimed] = store.claim(holder, graphs, lease_seconds=30)
+        assert real() + 20 < (claimed.lease_expires or 0) <= real() + 31
+        store.release(run_id, claimed.fence)
+        fence = store.acquire(run_id, holder, lease_seconds=30).fence
+        assert real() + 20 < lease_of(store, run_id) <= real() + 31
+        assert store.renew(holder, [run_id], lease_seconds=60) == [run_id]
+        assert real() + 50 < lease_of(store, run_id) <= real() + 61
+
+        monkeypatch.setattr(time, "time", lambda: real() + HOUR)
+        with pytest.raises(RunBusy):
+            store.acquire(run_id, other, lease_seconds=30)
+        assert store.claim(other, graphs) == []
+        assert store.renew(holder, [run_id], lease_seconds=30) == [run_id]
+        assert real() + 20 < lease_of(store, run_id) <= real() + 31
+        assert store.get_run(run_id).fence == fence
 
 
 @pytest.mark.parametrize("skews", SKEWS.values(), ids=SKEWS.keys())
