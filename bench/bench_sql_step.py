@@ -75,14 +75,14 @@ def agentnb_steps(path: Path, ddl: list[str], *, fenced: bool) -> float:
         "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, status_at, "
         "lease_owner, lease_expires, fence) VALUES (?, 'chain', 's', 'running', 9999, 0, 0, "
         "'me', ?, 5)",
-        (RUN, time.time() + 3600),
+        (RUN, time.time() + 3600),  # an hour's lease: SQLite's clock agrees with this one
     )
     plain = f"{ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
     start = time.perf_counter()
     for i in range(STEPS):
         row = (RUN, 1000 + i, i, "n2099", STATE, EVENTS, time.time(), None, "delta")
         if fenced:
-            cursor = db.execute(FENCED_ENTRY, (*row, RUN, 5, time.time()))
+            cursor = db.execute(FENCED_ENTRY, (*row, RUN, 5, 15.0))  # half a 30 s lease
         else:
             cursor = db.execute(plain, row)
         assert cursor.rowcount == 1

@@ -332,7 +332,9 @@ class Worker:
 
     def _run_due(self, due: TimerClaim) -> int:
         instance = self.machines[due.machine].resume(due.instance_id, store=self.store)
-        return len(instance.run_due())
+        # Due by the store's clock (the database's), which found them due: not this
+        # process's, which may run behind it and find nothing to fire.
+        return len(instance.run_due(now=due.now))
 
     def _start(self, record: RunRecord, run: Run | None) -> None:
         if record.run_id in self._driving:

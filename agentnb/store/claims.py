@@ -34,8 +34,14 @@ SQLite's write lock. On PostgreSQL the claim is one statement::
                  (SELECT run_id, status_at FROM runs WHERE <graphs> AND <lease expired>
                   ORDER BY status_at LIMIT %s FOR UPDATE SKIP LOCKED)) u
                ORDER BY status_at, run_id LIMIT %s)
-    UPDATE runs r SET lease_owner = %s, lease_expires = %s, fence = r.fence + 1
+    UPDATE runs r SET lease_owner = %s, lease_expires = <server's now> + %s,
+                      fence = r.fence + 1
     FROM c WHERE r.run_id = c.run_id RETURNING r.run_id
+
+"Expired" and "now" are the database's clock, in the statement
+(:data:`~agentnb.store.dialect.NOW`: PostgreSQL's server clock; on SQLite, SQLite's
+reading of the machine's), never the claiming process's: workers on machines whose clocks
+disagree still agree on whose lease has run out.
 
 State-machine instances are claimed the same way when one of their durable timers is due
 (:meth:`~agentnb.Checkpointer.claim_timers`): a lease per instance, so one worker fires
@@ -86,7 +92,11 @@ def graph_filter(graphs: Mapping[str, str]) -> tuple[str, list[str]]:
 
 @dataclass(frozen=True, slots=True)
 class TimerClaim:
-    """A state-machine instance with a due timer, leased to ``owner`` until ``expires``."""
+    """A state-machine instance with a due timer, leased to ``owner`` until ``expires``.
+
+    Times are the store's clock (a SQL store's: the database's, see
+    :data:`~agentnb.store.dialect.NOW`): the worker fires the timers due at ``now``, the
+    moment the claim found them due, not at its own idea of the time."""
 
     instance_id: str
     machine: str
@@ -94,3 +104,6 @@ class TimerClaim:
     """When its earliest due timer was due."""
     owner: str
     expires: float
+    now: float
+    """The moment the claim found the timer due (the ``now`` it was asked for, or the
+    store's time)."""

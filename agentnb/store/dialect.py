@@ -7,21 +7,48 @@ The shared statements are written once, in the SQL SQLite and PostgreSQL both sp
 which driver errors mean a duplicate key, and how a claim leases runs without two workers
 taking the same one (SQLite: the write lock taken up front; PostgreSQL: ``FOR UPDATE SKIP
 LOCKED``). Locking and connection handling belong to each backend's transaction.
+
+Every lease — a run's, a machine instance's for its timers — is decided on the database's
+clock, never on the clock of the process asking: :data:`NOW` is written into each
+statement that takes, renews, checks or ends one, so two processes whose clocks disagree
+(by drift, by a misset timezone, by an hour) still agree on whether a lease has expired.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Dialect", "Statement"]
+if TYPE_CHECKING:
+    import sqlite3
 
-Statement = Callable[[str, Sequence[Any], float, int, str, float], tuple[str, tuple[Any, ...]]]
-"""A claim's ``UPDATE`` in one dialect: ``(where, params, now, limit, owner, expires)`` to
+__all__ = ["NOW", "Dialect", "Statement", "clock"]
+
+NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+"""The database's clock in epoch seconds, as an SQL expression in a shared statement.
+
+Written in SQLite's spelling: there it is SQLite's own reading of the machine's clock
+(milliseconds, one value throughout a statement), never a ``time.time()`` passed in from
+Python — a SQLite file is one machine's, so its processes share that clock anyway.
+PostgreSQL's spelling (:mod:`agentnb.store.postgres_dialect`) rewrites it to the server's
+clock, so workers on many machines decide every lease on one clock: the server's."""
+
+
+def clock(db: sqlite3.Connection) -> float:
+    """The database's time (:data:`NOW`), read on ``db``: for a rule decided in Python
+    about a lease read in the same transaction (whether deleting a run would cut off the
+    worker that holds it)."""
+    now: float = db.execute(f"SELECT {NOW}").fetchone()[0]
+    return now
+
+
+Statement = Callable[[str, Sequence[Any], int, str, float], tuple[str, tuple[Any, ...]]]
+"""A claim's ``UPDATE`` in one dialect: ``(where, params, limit, owner, lease_seconds)`` to
 its SQL and parameters; ``where`` (with ``params``) picks the runs of the caller's graphs,
-and the statement leases up to ``limit`` of those claimable at ``now``, oldest first,
-returning their ids (read through :func:`agentnb.store.sql_claims.candidates`)."""
+and the statement leases up to ``limit`` of those claimable now (the database's clock,
+:data:`NOW`) for ``lease_seconds``, oldest first, returning their ids (read through
+:func:`agentnb.store.sql_claims.candidates`)."""
 
 
 def _as_written(sql: str) -> str:

@@ -56,6 +56,9 @@ class Driving(ABC):
 
         Succeeds when the lease is free, expired, already ``owner``'s, or held by a dead
         process on this host; otherwise raises :class:`~agentnb.errors.RunBusy`.
+        Expiry is decided on the store's clock — a SQL store's is the database's
+        (:data:`~agentnb.store.dialect.NOW`), never the caller's — and so are the
+        lease's end and every renewal (:meth:`commit`, :meth:`renew`, :meth:`claim`).
         """
 
     @abstractmethod
@@ -117,8 +120,10 @@ class Driving(ABC):
         now: float | None = None,
     ) -> list[TimerClaim]:
         """Lease up to ``limit`` instances of ``machines`` (by name) with a timer due at
-        ``now`` (default: the time), whose lease is free or expired; earliest due first.
-        The caller fires them (``chart.resume(id, store=...).run_due()``), then
+        ``now`` (default: the store's time — a SQL store's is the database's clock), whose
+        lease is free or expired on the store's clock; earliest due first. The caller
+        fires those due at the claim's moment
+        (``chart.resume(id, store=...).run_due(now=claim.now)``), then
         :meth:`release_timers`."""
 
     @abstractmethod

@@ -327,7 +327,9 @@ class MemoryCheckpointer(Checkpointer):
                 if len(claims) >= limit:
                     break
                 self._timer_leases[iid] = (owner, leased + lease_seconds)
-                claims.append(TimerClaim(iid, machine, fire_at, owner, leased + lease_seconds))
+                claims.append(
+                    TimerClaim(iid, machine, fire_at, owner, leased + lease_seconds, moment)
+                )
             return claims
 
     def release_timers(self, instance_id: str, owner: str) -> None:

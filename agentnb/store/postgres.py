@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 from agentnb.errors import StoreError
 from agentnb.identity import IdentityProvider, check_provider
 from agentnb.store import postgres_claims, sql_steps
-from agentnb.store.dialect import Dialect
+from agentnb.store.dialect import NOW, Dialect
 from agentnb.store.postgres_claims import CHANNEL
 from agentnb.store.postgres_dialect import spell
 from agentnb.store.postgres_listener import (
@@ -90,7 +90,7 @@ POSTGRES = Dialect(
 
 _STEP = spell(
     f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? AND fence = ? "
-    "AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ? FOR SHARE "
+    f"AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > {NOW} + ? FOR SHARE "
     f"RETURNING pg_try_advisory_xact_lock({WATCHED}, ?) "
     f"OR (SELECT pg_notify('{CHANGES}', ?) IS NULL)"
 )
@@ -338,7 +338,7 @@ class PostgresCheckpointer(SqlCheckpointer):
             session = self._session
             try:
                 done = session.raw(
-                    _STEP, (*row, run_id, fence, now + lease_seconds / 2, run_lock(topic), topic)
+                    _STEP, (*row, run_id, fence, lease_seconds / 2, run_lock(topic), topic)
                 )
             except Disconnected:
                 session.reconnect()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentnb.store.dialect import NOW
 from agentnb.store.sql_claims import candidate_params, candidates
 
 __all__ = ["CHANNEL", "update"]
@@ -26,14 +27,14 @@ CHANNEL = "agentnb_work"
 
 
 def update(
-    where: str, params: Sequence[Any], now: float, limit: int, owner: str, expires: float
+    where: str, params: Sequence[Any], limit: int, owner: str, lease_seconds: float
 ) -> tuple[str, tuple[Any, ...]]:
     """PostgreSQL's claim (a :data:`~agentnb.store.sql_claims.Statement`): each inner
     ``SELECT`` locks the rows it picks and skips those another claim has locked (the few
     it locked beyond ``limit`` are free again when the claim commits)."""
     return (
         f"WITH c AS ({candidates(where, lock=' FOR UPDATE SKIP LOCKED')}) "
-        "UPDATE runs r SET lease_owner = ?, lease_expires = ?, fence = r.fence + 1 "
+        f"UPDATE runs r SET lease_owner = ?, lease_expires = {NOW} + ?, fence = r.fence + 1 "
         "FROM c WHERE r.run_id = c.run_id RETURNING r.run_id",
-        (*candidate_params(params, now, limit), owner, expires),
+        (*candidate_params(params, limit), owner, lease_seconds),
     )

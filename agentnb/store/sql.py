@@ -374,9 +374,7 @@ class SqlCheckpointer(Checkpointer):
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
         with self._reclaiming() as reclaim:
             with self._write() as db:
-                audit = sql_retention.delete(
-                    db, run_id, include_audit=include_audit, now=time.time()
-                )
+                audit = sql_retention.delete(db, run_id, include_audit=include_audit)
             freed, returned = reclaim(True)
         return Pruned((run_id,), audit, freed, returned)
 

@@ -5,6 +5,11 @@ and the lease one step, so two processes never claim the same run; PostgreSQL sa
 same with ``FOR UPDATE SKIP LOCKED`` in each inner ``SELECT``. The two conditions are read
 apart, each through its partial index of migration 0009 (free waiting runs by age, held
 runs by expiry) and merged oldest first (:func:`candidates`).
+
+Whether a lease has expired, and when a new or renewed one ends, is the database's clock
+(:data:`~agentnb.store.dialect.NOW`, in each statement), never the claiming process's: a
+worker whose clock runs an hour ahead does not take over a run another still drives, and
+one whose clock runs behind does not write a lease that is over as it is taken.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentnb.store.claims import TimerClaim, graph_filter
-from agentnb.store.dialect import Statement
+from agentnb.store.dialect import NOW, Statement
 from agentnb.store.records import RunRecord
 from agentnb.store.sql_rows import RUN_SELECT
 from agentnb.store.sql_rows import run as run_row
@@ -38,7 +43,8 @@ __all__ = [
 # the write lock, so with 2,000 runs queued each claim held every other worker off ~2 ms.
 _WAITING = "lease_owner IS NULL AND status IN ('queued', 'approved')"
 _EXPIRED = (
-    "lease_owner IS NOT NULL AND lease_expires <= ? AND status IN ('queued', 'approved', 'running')"
+    f"lease_owner IS NOT NULL AND lease_expires <= {NOW} "
+    "AND status IN ('queued', 'approved', 'running')"
 )
 
 
@@ -62,19 +68,19 @@ def candidates(where: str, *, lock: str = "", indexed: bool = False) -> str:
     )
 
 
-def candidate_params(params: Sequence[Any], now: float, limit: int) -> tuple[Any, ...]:
+def candidate_params(params: Sequence[Any], limit: int) -> tuple[Any, ...]:
     """The parameters of :func:`candidates` for ``where``'s ``params``."""
-    return (*params, limit, *params, now, limit, limit)
+    return (*params, limit, *params, limit, limit)
 
 
 def update(
-    where: str, params: Sequence[Any], now: float, limit: int, owner: str, expires: float
+    where: str, params: Sequence[Any], limit: int, owner: str, lease_seconds: float
 ) -> tuple[str, tuple[Any, ...]]:
     """SQLite's claim: the write lock taken up front already excludes other claims."""
     return (
-        "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
+        f"UPDATE runs SET lease_owner = ?, lease_expires = {NOW} + ?, fence = fence + 1 "
         f"WHERE run_id IN ({candidates(where, indexed=True)}) RETURNING run_id",
-        (owner, expires, *candidate_params(params, now, limit)),
+        (owner, lease_seconds, *candidate_params(params, limit)),
     )
 
 
@@ -95,12 +101,11 @@ def claim(
     """
     if limit < 1 or not graphs or (run_ids is not None and not run_ids):
         return []
-    now = time.time()
     where, params = graph_filter(graphs)
     if run_ids is not None:
         where += f" AND run_id IN ({', '.join('?' for _ in run_ids)})"
         params += list(run_ids)
-    sql, args = statement(where, params, now, limit, owner, now + lease_seconds)
+    sql, args = statement(where, params, limit, owner, lease_seconds)
     claimed = db.execute(sql, args).fetchall()
     if not claimed:
         return []
@@ -116,13 +121,14 @@ def claim(
 def renew(
     db: sqlite3.Connection, owner: str, run_ids: Sequence[str], lease_seconds: float
 ) -> list[str]:
-    """Extend ``owner``'s leases on ``run_ids``; the ids it still held."""
+    """Extend ``owner``'s leases on ``run_ids`` to ``lease_seconds`` from now (the
+    database's clock); the ids it still held."""
     if not run_ids:
         return []
     rows = db.execute(
-        "UPDATE runs SET lease_expires = ? WHERE lease_owner = ? "
+        f"UPDATE runs SET lease_expires = {NOW} + ? WHERE lease_owner = ? "
         f"AND run_id IN ({', '.join('?' for _ in run_ids)}) RETURNING run_id",
-        (time.time() + lease_seconds, owner, *run_ids),
+        (lease_seconds, owner, *run_ids),
     ).fetchall()
     return [r[0] for r in rows]
 
@@ -146,36 +152,36 @@ def claim_timers(
     lease_seconds: float,
     now: float | None,
 ) -> list[TimerClaim]:
-    """Lease instances with a due timer inside the caller's write transaction."""
+    """Lease instances with a due timer inside the caller's write transaction.
+
+    Due at ``now``, or by default at the database's time; the lease is free or expired,
+    and taken for ``lease_seconds``, on the database's clock either way."""
     if limit < 1 or not machines:
         return []
-    leased = time.time()
-    moment = leased if now is None else now
     marks = ", ".join("?" for _ in machines)
     claimed = db.execute(
         "INSERT INTO machine_leases (instance_id, owner, expires) "
-        "SELECT d.instance_id, ?, ? FROM (SELECT t.instance_id, min(t.fire_at) AS due "
+        f"SELECT d.instance_id, ?, {NOW} + ? FROM (SELECT t.instance_id, min(t.fire_at) AS due "
         "FROM machine_timers t JOIN machine_instances i ON i.instance_id = t.instance_id "
-        f"WHERE i.machine IN ({marks}) GROUP BY t.instance_id HAVING min(t.fire_at) <= ?) d "
+        f"WHERE i.machine IN ({marks}) GROUP BY t.instance_id "
+        f"HAVING min(t.fire_at) <= COALESCE(?, {NOW})) d "
         "WHERE NOT EXISTS (SELECT 1 FROM machine_leases l WHERE l.instance_id = d.instance_id "
-        "AND l.expires > ?) ORDER BY d.due, d.instance_id LIMIT ? "
+        f"AND l.expires > {NOW}) ORDER BY d.due, d.instance_id LIMIT ? "
         "ON CONFLICT (instance_id) DO UPDATE SET owner = excluded.owner, "
-        "expires = excluded.expires RETURNING instance_id",
-        (owner, leased + lease_seconds, *machines, moment, leased, limit),
+        f"expires = excluded.expires RETURNING instance_id, expires, COALESCE(?, {NOW})",
+        (owner, lease_seconds, *machines, now, limit, now),
     ).fetchall()
     if not claimed:
         return []
-    ids = [r[0] for r in claimed]
+    leases = {iid: (expires, moment) for iid, expires, moment in claimed}
     rows = db.execute(
         "SELECT i.instance_id, i.machine, min(t.fire_at) FROM machine_instances i "
         "JOIN machine_timers t ON t.instance_id = i.instance_id "
-        f"WHERE i.instance_id IN ({', '.join('?' for _ in ids)}) "
+        f"WHERE i.instance_id IN ({', '.join('?' for _ in leases)}) "
         "GROUP BY i.instance_id ORDER BY min(t.fire_at), i.instance_id",
-        ids,
+        list(leases),
     ).fetchall()
-    return [
-        TimerClaim(iid, machine, due, owner, leased + lease_seconds) for iid, machine, due in rows
-    ]
+    return [TimerClaim(iid, machine, due, owner, *leases[iid]) for iid, machine, due in rows]
 
 
 def release_timers(db: sqlite3.Connection, instance_id: str, owner: str) -> None:

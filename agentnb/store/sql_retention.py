@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import datetime
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from agentnb.errors import RunActive, RunNotFound
+from agentnb.store.dialect import clock
 from agentnb.store.records import RunRecord, Status
 from agentnb.store.retention import check_deletable, cutoff, prunable_statuses, selected
 from agentnb.store.sql_decisions import get_run
@@ -46,13 +46,16 @@ AUDIT_TABLES = ("decisions", "decision_edits")
 """The append-only decision audit: kept, unless a retention asks for it explicitly."""
 
 
-def delete(db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: float) -> int:
+def delete(
+    db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: float | None = None
+) -> int:
     """Delete ``run_id`` in the caller's transaction; return the audit rows deleted.
+    Whether its lease is live is decided at ``now`` (default: the database's clock).
 
     Raises :class:`~agentnb.errors.RunNotFound` or :class:`~agentnb.errors.RunActive`
     before anything is deleted.
     """
-    check_deletable(get_run(db, run_id), now)
+    check_deletable(get_run(db, run_id), clock(db) if now is None else now)
     # The run's row first: the audit's triggers refuse to delete the audit of a run
     # that still exists.
     db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
@@ -124,10 +127,11 @@ def prune(
                 found = get(db, run_id)
             except RunNotFound:
                 continue
-            if not selected(found, statuses, until):
+            now = clock(db)  # a live lease is one by the database's clock
+            if not selected(found, statuses, until, now):
                 continue
             try:
-                audit += delete(db, run_id, include_audit=include_audit, now=time.time())
+                audit += delete(db, run_id, include_audit=include_audit, now=now)
             except (RunNotFound, RunActive):
                 continue
         deleted.append(run_id)

@@ -8,7 +8,6 @@ statements are built once: a driver finds its prepared statement by the text.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from agentnb._json import dumps
 from agentnb.errors import LeaseLost, RunBusy, RunNotFound, StoreError
 from agentnb.identity import Identity
 from agentnb.store import chains
+from agentnb.store.dialect import NOW
 from agentnb.store.leases import owner_is_dead
 from agentnb.store.policy import ApproverPolicy
 from agentnb.store.records import Event, PendingWrite, RunRecord, Status
@@ -37,19 +37,21 @@ __all__ = [
 
 FENCED_ENTRY = (
     f"{ENTRY} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE run_id = ? AND fence = ? "
-    "AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ?"
+    f"AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > {NOW} + ?"
 )
 """The common step's one statement: its entry, if ``fence`` holds the lease with more than
-half of it left (parameters: the entry's, then run id, fence, and now + half the lease).
+half of it left on the database's clock (parameters: the entry's, then run id, fence,
+and half the lease).
 The entry is selected *from* the run's row (its key: one row or none), not guarded by
 ``WHERE EXISTS``, which SQLite runs as a subprogram of its own (callgrind, the statement
 alone: 79k -> 70k instructions; issue #13)."""
 FENCED_UNTASKED_ENTRY = (
     f"{ENTRY} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8 FROM runs WHERE run_id = ?1 "
-    "AND fence = ?9 AND lease_owner IS NOT NULL AND status = 'running' AND lease_expires > ?10"
+    "AND fence = ?9 AND lease_owner IS NOT NULL AND status = 'running' "
+    f"AND lease_expires > {NOW} + ?10"
 )
 """:data:`FENCED_ENTRY` for an entry with no superstep tasks (a linear step's), in
-SQLite's numbered parameters: the entry's but ``tasks``, then fence and now + half the
+SQLite's numbered parameters: the entry's but ``tasks``, then fence and half the
 lease. Each parameter Python's sqlite3 binds costs ~500 instructions, and more for one
 that is not a plain ``int``, ``float``, ``str`` or ``bytes`` (``None`` too: a failing
 lookup of ``__adapt__`` and ``__conform__``): the ``NULL`` is written in the statement,
@@ -58,7 +60,10 @@ step less)."""
 _ENTRY_VALUES = f"{ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _RUNNING = Status.RUNNING
 """(a module's name: reading an enum's member through its class costs ~200 instructions)"""
-_LEASE = "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 WHERE run_id = ?"
+_LEASE = (
+    f"UPDATE runs SET lease_owner = ?, lease_expires = {NOW} + ?, fence = fence + 1 "
+    "WHERE run_id = ?"
+)
 _SAVE_WRITE = (
     "INSERT INTO pending_writes SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
     "(SELECT 1 FROM runs WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL) "
@@ -123,14 +128,14 @@ def create_run(
 
 def acquire(db: sqlite3.Connection, run_id: str, owner: str, lease_seconds: float) -> None:
     """Take the run's lease (free, expired, ``owner``'s, or a dead process's); else
-    :class:`RunBusy` or :class:`RunNotFound`."""
-    now = time.time()
+    :class:`RunBusy` or :class:`RunNotFound`. Expired and the new end: the database's
+    clock."""
     # The claim is a conditional update: free, expired or already ours.
     claimed = db.execute(
-        "UPDATE runs SET lease_owner = ?, lease_expires = ?, fence = fence + 1 "
+        f"UPDATE runs SET lease_owner = ?, lease_expires = {NOW} + ?, fence = fence + 1 "
         "WHERE run_id = ? AND (lease_owner IS NULL OR lease_owner = ? "
-        "OR lease_expires <= ?)",
-        (owner, now + lease_seconds, run_id, owner, now),
+        f"OR lease_expires <= {NOW})",
+        (owner, lease_seconds, run_id, owner),
     ).rowcount
     if claimed:
         return
@@ -142,7 +147,7 @@ def acquire(db: sqlite3.Connection, run_id: str, owner: str, lease_seconds: floa
     holder, expires = row
     if not owner_is_dead(holder):
         raise RunBusy(run_id, holder, expires)
-    db.execute(_LEASE, (owner, now + lease_seconds, run_id))
+    db.execute(_LEASE, (owner, lease_seconds, run_id))
 
 
 def entry(run_id: str, change: StepCommit, now: float) -> Entry:
@@ -179,25 +184,28 @@ def commit(
     now: float,
     lease_seconds: float,
 ) -> None:
-    """Apply one step if ``fence`` still owns the run; else :class:`LeaseLost`."""
+    """Apply one step if ``fence`` still owns the run; else :class:`LeaseLost`. ``now``
+    is the step's time as recorded; the lease is renewed on the database's clock."""
     # Fast path, the common step: the run stays running and the lease has more than half
     # its time left, so the run's row does not change — one INSERT, fenced by a read of it.
     if change.status == _RUNNING and not change.release:
-        inserted = db.execute(FENCED_ENTRY, (*row, run_id, fence, now + lease_seconds / 2))
+        inserted = db.execute(FENCED_ENTRY, (*row, run_id, fence, lease_seconds / 2))
         if inserted.rowcount:
             settle(db, run_id, change)
             return
     updated = db.execute(
         "UPDATE runs SET status = ?, status_at = ?, error = ?, pending_digest = ?, "
         "lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, "
-        "lease_expires = ? WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
+        f"lease_expires = CASE WHEN ? THEN NULL ELSE {NOW} + ? END "
+        "WHERE run_id = ? AND fence = ? AND lease_owner IS NOT NULL",
         (
             str(change.status),
             now,
             None if change.error is None else dumps(change.error),
             change.pending_digest,
             change.release,
-            None if change.release else now + lease_seconds,
+            change.release,
+            lease_seconds,
             run_id,
             fence,
         ),

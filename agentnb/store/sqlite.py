@@ -27,6 +27,16 @@ Settings, and why:
   write lock when the statement starts, before it reads the run's fence, and commits as
   it ends — the same as that statement between ``BEGIN IMMEDIATE`` and ``COMMIT``.
 
+One machine's store: a SQLite file is shared by the processes of the machine it is on
+(never put it on a network file system), so its clock is that machine's clock. Every
+lease — who drives a run, who fires a machine's timers — is decided in the statement on
+SQLite's own reading of it (:data:`~agentnb.store.dialect.NOW`), never on a time a process
+passes in: a process whose ``time.time()`` is wrong (patched, or in a container with a
+fake clock) cannot take over a run another process still holds, nor write a lease that
+has already ended. For processes on several machines, whose clocks drift, use
+:class:`~agentnb.store.postgres.PostgresCheckpointer`: there every lease is decided on the
+server's clock.
+
 The schema is versioned in a ``schema_version`` table; numbered migrations in
 ``migrations/sqlite_NNNN_*.sql`` are applied on open, and a newer database is refused.
 """
@@ -137,7 +147,10 @@ class _Transaction:
 
 
 class SqliteCheckpointer(SqlCheckpointer):
-    """Checkpoints in a SQLite file (or ``":memory:"``).
+    """Checkpoints in a SQLite file (or ``":memory:"``), for the processes of one machine.
+
+    Leases are decided on that machine's clock, read by SQLite in each statement (see the
+    module's docstring); across machines, use a PostgreSQL store.
 
     Args:
         path: the database file; created (with its directory's permissions) if missing.
@@ -232,9 +245,8 @@ class SqliteCheckpointer(SqlCheckpointer):
         it writes nothing (less than half the lease left, or the lease lost), the shared
         transaction decides, as for every other change."""
         if sql_steps.plain(change):
-            now = time.time()
-            row = sql_steps.entry(run_id, change, now)
-            due = now + lease_seconds / 2
+            row = sql_steps.entry(run_id, change, time.time())
+            due = lease_seconds / 2  # more than this left on the lease, by SQLite's clock
             if row[7] is None:  # no tasks: the statement writes the NULL (see its docstring)
                 statement, params = FENCED_UNTASKED_ENTRY, (*row[:7], row[8], fence, due)
             else:

@@ -9,13 +9,13 @@ long as the sort took: ~2 ms per claim with 2,000 runs queued. These tests read 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from agentnb import SqliteCheckpointer, StateGraph, Workflow
 from agentnb.store import postgres_claims, sql_claims
 from agentnb.store.claims import graph_filter
+from agentnb.store.postgres_dialect import spell
 
 
 def queue(store: Any, runs: int) -> Workflow:
@@ -32,7 +32,7 @@ def test_a_sqlite_claim_reads_the_waiting_runs_in_index_order_without_sorting_th
     with SqliteCheckpointer(tmp_path / "q.sqlite3") as store:
         wf = queue(store, 50)
         where, params = graph_filter({wf.name: wf.shape})
-        sql, args = sql_claims.update(where, params, time.time(), 4, "me", time.time() + 30)
+        sql, args = sql_claims.update(where, params, 4, "me", 30)
         plan = store._db.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall()
         waiting = [row for row in plan if "runs_waiting" in row[3]]
         assert waiting, plan
@@ -61,11 +61,9 @@ def test_a_postgres_claim_locks_the_waiting_runs_in_index_order_without_sorting_
     with PostgresCheckpointer(pg_dsn) as store:
         wf = queue(store, 50)
         where, params = graph_filter({wf.name: wf.shape})
-        sql, args = postgres_claims.update(where, params, time.time(), 4, "me", time.time() + 30)
+        sql, args = postgres_claims.update(where, params, 4, "me", 30)
         with psycopg.connect(pg_dsn) as conn:
-            [[raw]] = conn.execute(
-                f"EXPLAIN (FORMAT JSON) {sql.replace('?', '%s')}", args
-            ).fetchall()
+            [[raw]] = conn.execute(f"EXPLAIN (FORMAT JSON) {spell(sql)}", args).fetchall()
             conn.rollback()
         tree = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
         scans = [n for n in _nodes(tree) if n.get("Index Name") == "runs_waiting"]

@@ -66,6 +66,11 @@ def step(
         ("SELECT 1 WHERE a LIKE '%x'", "SELECT 1 WHERE a LIKE '%%x'"),
         ("SELECT a FROM t WHERE b = ?", "SELECT a FROM t WHERE b = %s"),
         ("SELECT a FROM t INDEXED BY t_by_a WHERE a = 1", "SELECT a FROM t WHERE a = 1"),
+        (
+            "UPDATE t SET e = ((julianday('now') - 2440587.5) * 86400.0) + 30",
+            "UPDATE t SET e = CAST(EXTRACT(EPOCH FROM statement_timestamp()) AS double precision)"
+            " + 30",
+        ),
     ],
 )
 def test_each_spelling_postgresql_takes_differently_is_rewritten(
@@ -75,7 +80,7 @@ def test_each_spelling_postgresql_takes_differently_is_rewritten(
 
 
 def test_every_rewrite_is_pinned_by_an_example() -> None:
-    assert len(REWRITES) == 3  # one example above per rewrite: add one with a new rewrite
+    assert len(REWRITES) == 4  # one example above per rewrite: add one with a new rewrite
 
 
 def test_sql_in_the_shared_spelling_is_left_as_it_is() -> None:

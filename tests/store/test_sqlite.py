@@ -295,26 +295,26 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
 def test_a_fenced_entry_is_written_only_while_its_fence_holds_a_running_lease_with_time_left(
     tmp_path: Path,
 ) -> None:
+    from agentnb.store.dialect import NOW
     from agentnb.store.sql_steps import FENCED_ENTRY
 
     now = 1_000.0
     with SqliteCheckpointer(tmp_path / "a.sqlite3") as store:
         db = store._db
-        db.execute(
+        db.execute(  # a lease of 10 s from now, on SQLite's clock (the statement's too)
             "INSERT INTO runs (run_id, graph, shape, status, max_steps, created_at, status_at, "
-            "lease_owner, lease_expires, fence) VALUES ('r1', 'g', 's', 'running', 9, 0, 0, "
-            "'me', ?, 3)",
-            (now + 10,),
+            f"lease_owner, lease_expires, fence) VALUES ('r1', 'g', 's', 'running', 9, 0, 0, "
+            f"'me', {NOW} + 10, 3)",
         )
 
-        def write(seq: int, fence: int = 3, due: float = now + 5) -> int:
+        def write(seq: int, fence: int = 3, half: float = 5) -> int:
             entry = ("r1", seq, seq, "a", None, "[]", now, None, None)
-            rowcount: int = db.execute(FENCED_ENTRY, (*entry, "r1", fence, due)).rowcount
+            rowcount: int = db.execute(FENCED_ENTRY, (*entry, "r1", fence, half)).rowcount
             return rowcount
 
         assert write(1) == 1
         assert write(2, fence=2) == 0  # a stale fence
-        assert write(4, due=now + 10) == 0  # less than half the lease left
+        assert write(4, half=11) == 0  # less than half the lease left
         db.execute("UPDATE runs SET lease_owner = NULL WHERE run_id = 'r1'")
         assert write(5) == 0  # the lease released
         db.execute("UPDATE runs SET lease_owner = 'me', status = 'paused' WHERE run_id = 'r1'")
