@@ -1,15 +1,16 @@
 """A process whose writes a test cuts off in their COMMIT, for tests/store/test_postgres_commits.py.
 
-Usage: python commit_worker.py DSN
+Usage: python commit_worker.py DSN [steps]
 
 It opens a :class:`~agentnb.PostgresCheckpointer` and answers commands read from stdin,
-one a line, with one JSON line on stdout each:
+one a line, with one JSON line on stdout each, which also gives the backend ``pid`` of
+its connection (the first line: ``{"ready": true, "pid": PID}``):
 
 * ``approve RUN_ID`` — ``workflow.attach(RUN_ID).approve(by="ada")`` of the refund
   workflow (its runs started by the test): ``{"ok": true, "id": ID, "accepted": ...}``,
   ``ID`` the audit row's;
 * ``step N STATUS`` — commit step ``N`` (its checkpoint ``{"n": N}``, its event seq ``N + 1``)
-  of the run ``steps``, which this process created and holds the lease of:
+  of the run ``steps``, which this process created (given ``steps``) and holds the lease of:
   ``{"ok": true}``; ``STATUS`` ``running`` after ``running`` is the one-statement step,
   anything else the shared transaction.
 
@@ -50,11 +51,12 @@ def step(store: PostgresCheckpointer, fence: int, n: int, status: str) -> None:
     store.commit(STEPS, fence, change, lease_seconds=3600)
 
 
-def answer(store: PostgresCheckpointer, fence: int, words: list[str]) -> dict[str, Any]:
+def answer(store: PostgresCheckpointer, fence: int | None, words: list[str]) -> dict[str, Any]:
     try:
         if words[0] == "approve":
             decision = build_refund_workflow(store).attach(words[1]).approve(by="ada")
             return {"ok": True, "id": decision.id, "accepted": decision.accepted}
+        assert fence is not None, "started without 'steps'"
         step(store, fence, int(words[1]), words[2])
         return {"ok": True}
     except Exception as exc:  # the test judges what escaped
@@ -66,14 +68,20 @@ def answer(store: PostgresCheckpointer, fence: int, words: list[str]) -> dict[st
         }
 
 
-def main(dsn: str) -> int:
+def pid(store: PostgresCheckpointer) -> int:
+    """The backend pid of the store's connection (a test watches it in pg_stat_activity)."""
+    return int(store._session.conn.info.backend_pid)
+
+
+def main(dsn: str, *steps: str) -> int:
     with PostgresCheckpointer(dsn, reconnect_seconds=60) as store:
-        fence = start_steps(store)
-        print(json.dumps({"ready": True}), flush=True)
+        fence = start_steps(store) if steps == ("steps",) else None
+        print(json.dumps({"ready": True, "pid": pid(store)}), flush=True)
         for line in sys.stdin:
-            print(json.dumps(answer(store, fence, line.split())), flush=True)
+            said = answer(store, fence, line.split())
+            print(json.dumps({**said, "pid": pid(store)}), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))

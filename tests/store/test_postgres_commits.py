@@ -1,14 +1,15 @@
 """Writes whose COMMIT a server crash cuts off: the answer a write gives is what the
 database holds (issue 21, point 1).
 
-The server delays every COMMIT before it is durable (``commit_delay``, fsync on); a
-process (tests/store/commit_worker.py) approves runs or commits steps; while
-``pg_stat_activity`` shows its COMMIT, at a random moment of the delay, the server is
-restarted with ``pg_ctl restart -m immediate`` (a crash: what was not flushed is gone),
-and another client commits a few transactions as soon as it is back — they take the
-transaction ids the lost one had, so asking "did transaction N commit?" would answer for
-them. Whatever the timing, a write returns with its row in the database, or raises a
-typed :class:`~agentnb.errors.StoreError` with nothing written, and a retry does it once.
+The server delays every COMMIT before it is durable (``commit_delay``, fsync on). Two
+processes (tests/store/commit_worker.py) write at once, one approving runs, one
+committing steps; while ``pg_stat_activity`` shows their COMMITs, at a random moment of
+the delay, the server is restarted with ``pg_ctl restart -m immediate`` (a crash: what
+was not flushed is gone), and another client commits a few transactions as soon as it is
+back — they take the transaction ids the lost ones had, so asking "did transaction N
+commit?" would answer for them. Whatever the timing, a write returns with its row in the
+database, or raises a typed :class:`~agentnb.errors.StoreError` with nothing written, and
+a retry does it once.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from tests.conftest import server_missing
 WORKER = Path(__file__).with_name("commit_worker.py")
 ROOT = Path(__file__).parents[2]
 CRASHES = 20
-"""Crashes during a COMMIT each test goes through (with random timing)."""
-ATTEMPTS = 45
-"""Writes tried at most to get them: one whose COMMIT is over before it is seen is not one."""
+"""Crashes during an approval's COMMIT, and during a step's, the test goes through."""
+ATTEMPTS = 30
+"""Rounds tried at most to get them: a write whose COMMIT is over before it is seen is
+not cut off."""
 SERVER = {
     "commit_delay": "100000",  # 0.1 s between a COMMIT's WAL record and its flush ...
     "commit_siblings": "0",  # ... for every commit, however few others are running
@@ -77,9 +79,9 @@ def dsn(server: ThrowawayPostgres) -> str:
 class Writer:
     """The worker process: commands in, one JSON answer per command out."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), dsn],
+            [sys.executable, str(WORKER), dsn, *args],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -89,7 +91,10 @@ class Writer:
         self._answers: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        assert self.answer() == {"ready": True}
+        ready = self.answer()
+        assert ready["ready"], ready
+        self.pid = int(ready["pid"])
+        """The backend pid of the process's connection (each answer gives it anew)."""
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -131,22 +136,28 @@ class Writer:
 
 
 @pytest.fixture
-def writer(dsn: str) -> Iterator[Writer]:
-    w = Writer(dsn)
+def writers(dsn: str) -> Iterator[tuple[Writer, Writer]]:
+    """Two processes: one approves, one commits steps."""
+    approver = Writer(dsn)
     try:
-        yield w
+        stepper = Writer(dsn, "steps")
+        try:
+            yield approver, stepper
+        finally:
+            stepper.close()
     finally:
-        w.close()
+        approver.close()
 
 
-def _committing(admin: psycopg.Connection[Any]) -> bool:
-    """Whether a store's connection is in a COMMIT (the shared transaction's, or the
-    implicit one of the one-statement step)."""
-    row = admin.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'agentnb' "
-        "AND state = 'active' AND (query LIKE '%%COMMIT' OR query LIKE 'INSERT INTO entries%%')"
-    ).fetchone()
-    return row is not None and row[0] > 0
+def _committing(admin: psycopg.Connection[Any], pids: list[int]) -> set[int]:
+    """Those of ``pids`` in a COMMIT (a transaction's, or the implicit one of the
+    one-statement step)."""
+    rows = admin.execute(
+        "SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s) AND state = 'active' "
+        "AND (query LIKE '%%COMMIT' OR query LIKE 'INSERT INTO entries%%')",
+        (pids,),
+    ).fetchall()
+    return {pid for (pid,) in rows}
 
 
 def _take_the_lost_ids(server: ThrowawayPostgres) -> None:
@@ -158,21 +169,36 @@ def _take_the_lost_ids(server: ThrowawayPostgres) -> None:
             other.execute("INSERT INTO public.other VALUES (%s)", (n,))
 
 
-def crash_in_commit(server: ThrowawayPostgres, writer: Writer, command: str) -> dict[str, Any]:
-    """Send ``command``; crash the server during its COMMIT. The answer, and whether the
-    crash came in time (``"crashed"``)."""
-    writer.send(command)
+def crash_in_commits(
+    server: ThrowawayPostgres, sent: dict[Writer, tuple[str, int]]
+) -> dict[Writer, dict[str, Any]]:
+    """Send each writer its command (each on its connection, the backend pid given); crash
+    the server while their COMMITs are seen, or the one's left. Each answer says whether
+    the crash came during its COMMIT (``"crashed"``)."""
+    answers: dict[Writer, dict[str, Any]] = {}
+    for writer, (command, _) in sent.items():
+        writer.send(command)
     deadline = time.monotonic() + 30
     with psycopg.connect(server.dsn(), autocommit=True) as admin:
-        while not _committing(admin):
-            if writer.answered():  # done before its COMMIT was seen: no crash this time
-                return {**writer.answer(), "crashed": False}
-            assert time.monotonic() < deadline, f"{command!r} never reached its COMMIT"
+        while True:
+            for writer in sent:  # done before its COMMIT was seen: not cut off this time
+                if writer not in answers and writer.answered():
+                    answers[writer] = {**writer.answer(), "crashed": False}
+            waiting = [pid for w, (_, pid) in sent.items() if w not in answers]
+            if not waiting:
+                return answers
+            seen = _committing(admin, waiting)
+            if len(seen) == len(waiting):
+                break
+            assert time.monotonic() < deadline, f"{sent} never reached their COMMITs"
             time.sleep(0.002)
-    time.sleep(random.uniform(0.0, 0.06))  # the random moment of the COMMIT's delay
+    time.sleep(random.uniform(0.0, 0.06))  # the random moment of the COMMITs' delay
     server.restart("immediate")
     _take_the_lost_ids(server)
-    return {**writer.answer(), "crashed": True}
+    for writer in sent:
+        if writer not in answers:
+            answers[writer] = {**writer.answer(), "crashed": True}
+    return answers
 
 
 def _rows(dsn: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -180,13 +206,61 @@ def _rows(dsn: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()
 
 
-def _refused_with_nothing_written(answer: dict[str, Any]) -> None:
+def _typed(answer: dict[str, Any]) -> None:
     assert answer["typed"], f"an untyped error escaped: {answer['error']}: {answer['message']}"
 
 
-def test_an_approval_cut_off_in_its_commit_is_decided_once_and_says_so(
-    server: ThrowawayPostgres, dsn: str, writer: Writer
+def _decided(dsn: str, run_id: str) -> list[tuple[Any, ...]]:
+    return _rows(dsn, "SELECT id FROM decisions WHERE run_id = %s AND accepted = 1", run_id)
+
+
+def _steps(dsn: str) -> list[int]:
+    return [
+        s for (s,) in _rows(dsn, "SELECT step FROM entries WHERE run_id = 'steps' ORDER BY seq")
+    ]
+
+
+def check_approval(dsn: str, writer: Writer, run_id: str, answer: dict[str, Any]) -> int:
+    """The approval's answer against the database; its connection's backend pid now."""
+    (status,) = _rows(dsn, "SELECT status FROM runs WHERE run_id = %s", run_id)[0]
+    if answer["ok"]:
+        assert _decided(dsn, run_id) == [(answer["id"],)], f"approve() returned {answer}"
+        assert status == "approved"
+        return int(answer["pid"])
+    _typed(answer)
+    assert _decided(dsn, run_id) == [], f"{answer['error']} raised, yet the decision was written"
+    assert status == "pending"
+    writer.send(f"approve {run_id}")  # the retry decides it, once
+    again = writer.answer()
+    assert again["ok"], again
+    assert _decided(dsn, run_id) == [(again["id"],)]
+    return int(again["pid"])
+
+
+def check_step(dsn: str, writer: Writer, n: int, status: str, answer: dict[str, Any]) -> int:
+    """Step ``n``'s answer against the database; its connection's backend pid now."""
+    if answer["ok"]:
+        assert _steps(dsn) == list(range(n + 1)), f"step {n} returned, not in {_steps(dsn)}"
+    else:
+        _typed(answer)
+        assert _steps(dsn) == list(range(n)), f"{answer['error']} raised, yet step {n} is written"
+        writer.send(f"step {n} {status}")  # the retry writes it, once
+        answer = writer.answer()
+        assert answer["ok"], answer
+        assert _steps(dsn) == list(range(n + 1))
+    assert _rows(dsn, "SELECT status FROM runs WHERE run_id = 'steps'") == [(status,)]
+    return int(answer["pid"])
+
+
+STATUSES = ("pending", "running", "running")
+"""Step n's status is ``STATUSES[n % 3]``: a pause (the shared transaction), a step after
+it (shared too: the run's status changes), a plain step after that (the one-statement step)."""
+
+
+def test_approvals_and_steps_cut_off_in_their_commit_by_a_crash_say_what_the_database_holds(
+    server: ThrowawayPostgres, dsn: str, writers: tuple[Writer, Writer]
 ) -> None:
+    approver, stepper = writers
     with PostgresCheckpointer(dsn, synchronous_commit="off") as store:
         wf = build_refund_workflow(store)
         run_ids = []
@@ -194,62 +268,22 @@ def test_an_approval_cut_off_in_its_commit_is_decided_once_and_says_so(
             run = wf.start({"requested": 1000})
             run.run()
             run_ids.append(run.run_id)
-    crashes = 0
-    for run_id in run_ids:
-        answer = crash_in_commit(server, writer, f"approve {run_id}")
-        crashes += answer["crashed"]
-        decided = _rows(dsn, "SELECT id FROM decisions WHERE run_id = %s AND accepted = 1", run_id)
-        (status,) = _rows(dsn, "SELECT status FROM runs WHERE run_id = %s", run_id)[0]
-        if answer["ok"]:
-            assert decided == [(answer["id"],)], f"approve() returned decision {answer}"
-            assert status == "approved"
-        else:
-            _refused_with_nothing_written(answer)
-            assert decided == [], f"{answer['error']} raised, yet the decision was written"
-            assert status == "pending"
-            writer.send(f"approve {run_id}")  # the retry decides it, once
-            again = writer.answer()
-            assert again["ok"], again
-            assert _rows(
-                dsn, "SELECT id FROM decisions WHERE accepted = 1 AND run_id = %s", run_id
-            ) == [(again["id"],)]
-        if crashes == CRASHES:
-            break
-    assert crashes == CRASHES, f"only {crashes} of {ATTEMPTS} approvals were cut off in COMMIT"
-
-
-STATUSES = ("pending", "running", "running")
-"""A pause (the shared transaction), a step after it (shared too: the run's status
-changes), a plain step after that (the one-statement step)."""
-
-
-def test_a_step_cut_off_in_its_commit_is_written_once_and_says_so(
-    server: ThrowawayPostgres, dsn: str, writer: Writer
-) -> None:
-    crashes = 0
-    for n in range(1, ATTEMPTS + 1):
+    pids = {approver: approver.pid, stepper: stepper.pid}
+    cut = {approver: 0, stepper: 0}
+    for n, run_id in enumerate(run_ids, start=1):
         status = STATUSES[n % len(STATUSES)]
-        answer = crash_in_commit(server, writer, f"step {n} {status}")
-        crashes += answer["crashed"]
-        steps = [
-            s for (s,) in _rows(dsn, "SELECT step FROM entries WHERE run_id = 'steps' ORDER BY seq")
-        ]
-        if answer["ok"]:
-            assert steps == list(range(n + 1)), f"step {n} returned, the database holds {steps}"
-        else:
-            _refused_with_nothing_written(answer)
-            assert steps == list(range(n)), f"{answer['error']} raised, yet step {n} was written"
-            writer.send(f"step {n} {status}")  # the retry writes it, once
-            again = writer.answer()
-            assert again["ok"], again
-            steps = [
-                s
-                for (s,) in _rows(
-                    dsn, "SELECT step FROM entries WHERE run_id = 'steps' ORDER BY seq"
-                )
-            ]
-            assert steps == list(range(n + 1))
-        assert _rows(dsn, "SELECT status FROM runs WHERE run_id = 'steps'") == [(status,)]
-        if crashes == CRASHES:
+        answers = crash_in_commits(
+            server,
+            {
+                approver: (f"approve {run_id}", pids[approver]),
+                stepper: (f"step {n} {status}", pids[stepper]),
+            },
+        )
+        for writer, answer in answers.items():
+            cut[writer] += answer["crashed"]
+        pids[approver] = check_approval(dsn, approver, run_id, answers[approver])
+        pids[stepper] = check_step(dsn, stepper, n, status, answers[stepper])
+        if min(cut.values()) >= CRASHES:
             break
-    assert crashes == CRASHES, f"only {crashes} of {ATTEMPTS} steps were cut off in COMMIT"
+    assert cut[approver] >= CRASHES, f"only {cut[approver]} approvals were cut off in COMMIT"
+    assert cut[stepper] >= CRASHES, f"only {cut[stepper]} steps were cut off in COMMIT"

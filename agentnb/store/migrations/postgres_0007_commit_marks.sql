@@ -11,7 +11,7 @@
 -- One row per connection key (a store's connection, a pooled store's thread), updated in
 -- place; rows untouched for a day belong to processes that are gone and are deleted when
 -- a store opens.
-CREATE TABLE commit_marks (
+CREATE TABLE IF NOT EXISTS commit_marks (
     session bigint PRIMARY KEY,
     mark bigint NOT NULL,
     at timestamptz NOT NULL
