@@ -358,7 +358,7 @@ class PostgresCheckpointer(SqlCheckpointer):
                 )
             except Disconnected:
                 session.ask(_SETTLED, (run_id,))
-                if session.ask(_WRITTEN, (run_id, row[1], row[6])) is not None:
+                if session.ask(_WRITTEN, (run_id, row[1], row[6]), reconnect=False) is not None:
                     return True
                 raise
             return bool(done.rowcount)

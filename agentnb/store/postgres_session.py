@@ -251,19 +251,20 @@ class Session:
         row = self.ask(_READ_MARK, (self.key,))
         return row is not None and row[0] == mark
 
-    def ask(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def ask(self, sql: str, params: Sequence[Any] = (), *, reconnect: bool = True) -> Any:
         """The first row of PostgreSQL ``sql``, a question that settles a write in doubt,
-        asked on a new connection (the session's own while it is not lost) — and on
-        another each time that one is lost too — until it is answered.
+        asked on a new connection (``reconnect=False``: on the session's own, a new one
+        asked before) — and on another each time that one is lost too — until answered.
 
         Raises:
             StoreUnavailable: the server did not come back for ``reconnect_seconds``; the
                 write may have committed or not.
         """
         deadline = time.monotonic() + self.reconnect_seconds
+        stale = reconnect
         while True:
             try:
-                if self._conn is None or self._conn.closed or self._conn.broken:
+                if stale or self._conn is None or self._conn.closed or self._conn.broken:
                     self.reconnect()
                 return self.conn.execute(sql, tuple(params)).fetchone()
             except StoreUnavailable as exc:
@@ -272,6 +273,7 @@ class Session:
                 if not self.lost(exc):
                     raise
                 reason = str(exc).strip() or type(exc).__name__
+            stale = True
             if time.monotonic() > deadline:
                 raise StoreUnavailable(
                     self.where,
