@@ -22,11 +22,16 @@ one piece of code. What differs, and why:
   ``synchronous_commit="off"`` makes steps cheaper (a server crash may lose the last few,
   never corrupt) while decisions, refusals and the effects ledger are always committed
   with ``synchronous_commit = on`` — as SQLite commits them at ``FULL``.
-* **The server may go away.** A restart or a terminated backend cuts the connection: the
-  store reconnects with backoff (``reconnect_seconds``) and runs the cut-off call again —
-  unless its COMMIT had reached the server, which it asks (``pg_xact_status``) so that a
-  step or a decision is never applied twice. A refused login, an unknown database or a
-  server down at the start are a :class:`~agentnb.errors.StoreUnavailable` after
+* **The server may go away.** A restart, a crash or a terminated backend cuts the
+  connection: the store reconnects with backoff (``reconnect_seconds``) and runs the
+  cut-off call again — unless its COMMIT had been kept, which it learns from what only
+  that transaction wrote (its mark in ``commit_marks``; a plain step's own entry), never
+  from the transaction id, which a crashed server hands out again. So a step, a decision,
+  an effect or a claim returns with its rows in the database, or raises a
+  :class:`~agentnb.errors.StoreUnavailable` with nothing written (a retry does it once)
+  — or, if the server stays away for ``reconnect_seconds`` after a COMMIT was cut off, a
+  ``StoreUnavailable`` that says the write may have been kept. A refused login, an
+  unknown database or a server down at the start are a ``StoreUnavailable`` after
   ``connect_timeout`` at most.
 * **Retention** deletes rows as SQLite's does; the server's autovacuum makes the space
   reusable, so ``freed_bytes`` is 0 (shrinking files is ``VACUUM FULL``, an operator's job).
@@ -98,7 +103,15 @@ _STEP = spell(
 :data:`~agentnb.store.sql_steps.FENCED_ENTRY`, the run's row locked as it is checked; the
 entry written is announced if a panel watches its run (the probe and ``NOTIFY`` of
 :mod:`agentnb.store.postgres_listener`, in the same statement)."""
+_SETTLED = "SELECT 1 FROM runs WHERE run_id = %s FOR NO KEY UPDATE"
+"""After a plain step was cut off: wait until a step still in flight on the server (its
+client gone unnoticed) has ended — it holds the run's row ``FOR SHARE``."""
 _WRITTEN = "SELECT 1 FROM entries WHERE run_id = %s AND seq = %s AND at = %s"
+"""Whether a plain step cut off in flight was kept: its own entry (its run, number and time
+are this process's)."""
+_GONE = "DELETE FROM commit_marks WHERE at < now() - interval '1 day'"
+"""The marks of connections untouched for a day: processes that are gone (a mark is only
+read right after its own transaction wrote it)."""
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 
 
@@ -162,6 +175,7 @@ class PostgresCheckpointer(SqlCheckpointer):
         try:
             with self._connections.using():
                 migrate(self._session)
+                self._session.raw(_GONE)
         except BaseException:
             self._connections.close()
             raise
@@ -221,7 +235,6 @@ class PostgresCheckpointer(SqlCheckpointer):
                 begun = session.raw(begin(key, durable=durable, topic=topic))
                 begun.nextset()
                 row = begun.fetchone()
-                xid = row[-1]
                 try:
                     yield self._db
                 except BaseException:
@@ -231,9 +244,9 @@ class PostgresCheckpointer(SqlCheckpointer):
                 if getattr(self._local, "wakes", False):
                     session.raw(f"NOTIFY {CHANNEL}")  # delivered once this commits
                 told = []  # a panel watches (BEGIN's probe failed): tell it with the COMMIT
-                if topic is not None and row[-2] is False:
+                if topic is not None and row[-1] is False:
                     told.append(announcement(session.conn, topic))
-                self._commit(str(xid), told)
+                self._commit(told)
             finally:
                 session.in_transaction = False
 
@@ -254,14 +267,17 @@ class PostgresCheckpointer(SqlCheckpointer):
             finally:
                 session.in_transaction = False
 
-    def _commit(self, xid: str, before: Sequence[str] = ()) -> None:
+    def _commit(self, before: Sequence[str] = ()) -> None:
+        """``before``, the transaction's mark and ``COMMIT`` in one round trip."""
         session = self._session
+        mark, marking = session.marking()
         try:
-            session.raw("; ".join([*before, "COMMIT"]))
+            session.raw("; ".join([*before, marking, "COMMIT"]))
         except Disconnected:
-            # In doubt: the COMMIT may have reached the server before the connection broke.
+            # In doubt: the COMMIT may have been kept before the connection broke. The
+            # mark is there if and only if it was (postgres_session).
             session.in_transaction = False
-            if not session.committed(xid):
+            if not session.committed(mark):
                 raise
 
     def _reconnect(self) -> None:
@@ -341,8 +357,8 @@ class PostgresCheckpointer(SqlCheckpointer):
                     _STEP, (*row, run_id, fence, lease_seconds / 2, run_lock(topic), topic)
                 )
             except Disconnected:
-                session.reconnect()
-                if session.raw(_WRITTEN, (run_id, row[1], row[6])).fetchone() is not None:
+                session.ask(_SETTLED, (run_id,))
+                if session.ask(_WRITTEN, (run_id, row[1], row[6]), reconnect=False) is not None:
                     return True
                 raise
             return bool(done.rowcount)

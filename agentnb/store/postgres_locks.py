@@ -127,14 +127,14 @@ def for_new_run(method: _F) -> _F:
 
 
 def begin(key: str | None, *, durable: bool, topic: str | None = None) -> str:
-    """``BEGIN`` and the locks of ``key`` in one round trip, with the commit level, and the
-    transaction id to ask about if the COMMIT is cut off (integers only, no parameters).
+    """``BEGIN`` and the locks of ``key`` in one round trip, with the commit level
+    (integers only, no parameters).
 
-    With a ``topic`` (:mod:`agentnb.store.postgres_listener`), the next-to-last column says
+    With a ``topic`` (:mod:`agentnb.store.postgres_listener`), the last column says
     whether nobody watches it (False: a panel does; announce the commit)."""
-    extra = "set_config('synchronous_commit', 'on', true), " if durable else ""
+    extra = ", set_config('synchronous_commit', 'on', true)" if durable else ""
     if topic is not None:
-        extra += f"pg_try_advisory_xact_lock({WATCHED}, {run_lock(topic)}), "
+        extra += f", pg_try_advisory_xact_lock({WATCHED}, {run_lock(topic)})"
     if key is None:
         locks = f"pg_advisory_xact_lock({_DATABASE}, 0)"
     elif key is SHARED:
@@ -144,4 +144,4 @@ def begin(key: str | None, *, durable: bool, topic: str | None = None) -> str:
             f"pg_advisory_xact_lock_shared({_DATABASE}, 0), "
             f"pg_advisory_xact_lock({_RUNS}, {run_lock(key)})"
         )
-    return f"BEGIN; SELECT {locks}, {extra}pg_current_xact_id()::text"
+    return f"BEGIN; SELECT {locks}{extra}"

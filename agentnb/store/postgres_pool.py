@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentnb.errors import MissingDependency, StoreError
-from agentnb.store.postgres_session import APPLICATION_NAME, Session, configure
+from agentnb.store.postgres_session import APPLICATION_NAME, Session, configure, new_key
 
 LISTENER_NAME = "agentnb-listener"
 """The ``application_name`` of a store's listening connection, so ``pg_stat_activity``
@@ -72,7 +72,16 @@ class Connections:
             settings=None if listens else self._settings,
             pool=pool,
             name=LISTENER_NAME if listens else APPLICATION_NAME,
+            key=None if pool is None else self._key(),
         )
+
+    def _key(self) -> int:
+        """A pooled session's ``commit_marks`` key: its thread's, kept for the store's
+        life (a thread makes one call at a time, and its rows stay one per thread)."""
+        key: int | None = getattr(self._local, "key", None)
+        if key is None:
+            key = self._local.key = new_key()
+        return key
 
     def _open_pool(self, dsn: str, size: int, connect_timeout: float) -> Any:
         try:

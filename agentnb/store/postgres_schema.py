@@ -26,6 +26,7 @@ MIGRATIONS = (
     "postgres_0004_task_edits.sql",
     "postgres_0005_skips.sql",
     "postgres_0006_entries_reads.sql",
+    "postgres_0007_commit_marks.sql",
 )
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)

@@ -7,14 +7,21 @@ on PostgreSQL, spelled for its driver by :func:`~agentnb.store.postgres_dialect.
 A session is one connection (a step is one short transaction; the checkpointer's lock
 serialises its use, as SQLite's connection is). When the server goes away — restarted, or
 the backend terminated — the next statement reconnects with exponential backoff up to
-``reconnect_seconds``. A transaction cut off before its COMMIT was answered is *in doubt*:
-:meth:`Session.committed` asks the server whether its transaction id committed
-(``pg_xact_status``), so the caller knows whether to run it again — never twice.
+``reconnect_seconds``. A transaction cut off before its COMMIT was answered is *in doubt*.
+It learns its outcome from something only it wrote: every write transaction sets its
+connection key's row of ``commit_marks`` to a random mark of its own in the COMMIT's round
+trip (:meth:`Session.marking`), and :meth:`Session.committed` reads the row back on a new
+connection — the mark is there if and only if the transaction committed, so the caller
+knows whether to run it again, never twice. Never the transaction id's status
+(``pg_xact_status``): after a crash the server hands out again the ids that were never
+made durable, and would answer for another client's transaction.
 """
 
 from __future__ import annotations
 
+import random
 import re
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,12 +33,42 @@ from agentnb.store.postgres_dialect import spell
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["APPLICATION_NAME", "Disconnected", "Session", "configure", "load_psycopg", "masked"]
+__all__ = [
+    "APPLICATION_NAME",
+    "Disconnected",
+    "Session",
+    "configure",
+    "load_psycopg",
+    "masked",
+    "new_key",
+]
 
 CONNECT_TIMEOUT = 10
 APPLICATION_NAME = "agentnb"
 """What ``pg_stat_activity`` shows for a store's connections that read and write."""
 """Seconds a connection attempt waits for the server before it is a typed error."""
+
+
+_MARK = (
+    "INSERT INTO commit_marks SELECT {key}, {mark}, now() "
+    "WHERE pg_current_xact_id_if_assigned() IS NOT NULL "
+    "ON CONFLICT (session) DO UPDATE SET mark = excluded.mark, at = excluded.at"
+)
+"""A write transaction's last statement: its mark in its key's row. Only a transaction
+that wrote something (it has a transaction id) writes it: one that wrote nothing is as
+well run again, and costs no WAL flush. Integers only, formatted in: it is sent with
+the ``COMMIT`` in one simple-protocol round trip, which takes no parameters."""
+_READ_MARK = (
+    "INSERT INTO commit_marks VALUES (%s, 0, now()) "
+    "ON CONFLICT (session) DO UPDATE SET mark = commit_marks.mark RETURNING mark"
+)
+"""The mark in a key's row, after any transaction still writing it has ended (the upsert
+waits for it — a server that has not yet seen its client go — where a read would not)."""
+
+
+def new_key() -> int:
+    """A random connection key for ``commit_marks`` (63 bits: a ``bigint``)."""
+    return secrets.randbits(63)
 
 
 class Disconnected(Exception):
@@ -91,8 +128,12 @@ class Session:
         settings: Mapping[str, str] | None = None,
         pool: Any = None,
         name: str = APPLICATION_NAME,
+        key: int | None = None,
     ) -> None:
         self.dsn = dsn
+        self.key = new_key() if key is None else key
+        """The ``commit_marks`` row this session's write transactions mark: its own (a
+        pooled session's is its thread's), so no other transaction writes it meanwhile."""
         self.name = name  # application_name: what pg_stat_activity shows for it
         self.where = masked(dsn)
         self.reconnect_seconds = reconnect_seconds
@@ -200,11 +241,48 @@ class Session:
                 raise Disconnected(str(exc)) from exc
             raise
 
-    def committed(self, xid: str) -> bool:
-        """After a lost COMMIT: did transaction ``xid`` commit? (reconnects to ask)."""
-        self.reconnect()
-        row = self.conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
-        return row is not None and row[0] == "committed"
+    def marking(self) -> tuple[int, str]:
+        """A new mark, and the statement that writes it (sent just before ``COMMIT``)."""
+        mark = random.getrandbits(63)
+        return mark, _MARK.format(key=self.key, mark=mark)
+
+    def committed(self, mark: int) -> bool:
+        """After a lost COMMIT: did the transaction that wrote ``mark`` commit?"""
+        row = self.ask(_READ_MARK, (self.key,))
+        return row is not None and row[0] == mark
+
+    def ask(self, sql: str, params: Sequence[Any] = (), *, reconnect: bool = True) -> Any:
+        """The first row of PostgreSQL ``sql``, a question that settles a write in doubt,
+        asked on a new connection (``reconnect=False``: on the session's own, a new one
+        asked before) — and on another each time that one is lost too — until answered.
+
+        Raises:
+            StoreUnavailable: the server did not come back for ``reconnect_seconds``; the
+                write may have committed or not.
+        """
+        deadline = time.monotonic() + self.reconnect_seconds
+        stale = reconnect
+        while True:
+            try:
+                if stale or self._conn is None or self._conn.closed or self._conn.broken:
+                    self.reconnect()
+                return self.conn.execute(sql, tuple(params)).fetchone()
+            except StoreUnavailable as exc:
+                reason = exc.reason
+            except Exception as exc:
+                if not self.lost(exc):
+                    raise
+                reason = str(exc).strip() or type(exc).__name__
+            stale = True
+            if time.monotonic() > deadline:
+                raise StoreUnavailable(
+                    self.where,
+                    f"the connection was lost in the COMMIT of a write, and the server could "
+                    f"not say in {self.reconnect_seconds} s whether it was kept ({reason})",
+                    "once the server is up, read back what the write was to do (the run's "
+                    "decisions, checkpoints or effects) before doing it again: it may "
+                    "have been kept",
+                ) from None
 
     def close(self) -> None:
         """Close the connection (give it back to the pool, which drops a broken one)."""
