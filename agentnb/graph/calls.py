@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentnb._json import check, dumps, loads
+from agentnb._json import INT_BOUND, check, dumps, loads, surrogate
 from agentnb.errors import BreakerOpen, InvalidState, NodeFailed
 from agentnb.graph.commits import Committer, Failure
 from agentnb.graph.context import NodeContext
@@ -189,11 +189,20 @@ class Caller(Committer):
             raise Failure(node, failed)
         # The common delta — a few string keys to strings, whole numbers, booleans or
         # None — is JSON as it is: a shallow copy is the copy, with no encoding. Anything
-        # else (a float, a list, a subclass, a key that is not a string) takes the full
-        # round trip, which names the bad key path.
+        # else (a float, a list, a subclass, a key that is not a string, an int too long
+        # to read back, a str that may hold a lone surrogate) takes the full round trip,
+        # which names the bad key path. (isascii() is a flag test: an ASCII str is fine.)
         scalars = _SCALARS
         for key, value in result.items():
-            if type(key) is not str or type(value) not in scalars:
+            kind = type(value)
+            if type(key) is not str or kind not in scalars:
+                break
+            if kind is str:
+                if not value.isascii() and surrogate(value):
+                    break
+            elif kind is int and not -INT_BOUND < value < INT_BOUND:
+                break
+            if not key.isascii() and surrogate(key):
                 break
         else:
             return dict(result)
