@@ -23,8 +23,14 @@ from agentnb import (
     NodeFailed,
     StateGraph,
     Status,
+    StoreError,
+    StoreUnavailable,
+    Worker,
+    Workflow,
 )
 from agentnb._json import dumps
+from agentnb.graph.worker import ATTEMPTS
+from agentnb.store.base import StepCommit
 from tests.conftest import Driver
 
 
@@ -241,3 +247,125 @@ def test_a_node_failing_with_a_lone_surrogate_in_its_message_is_recorded_failed(
     stored = store.get_run(run.run_id)
     assert (stored.status, stored.lease_owner) == (Status.FAILED, None)
     assert run.events[-1].payload["error"] == {"type": "ValueError", "message": "caf\\udce9"}
+
+
+# -- workers: a run that cannot commit is failed, never driven without end -------------
+
+RUNAWAY = 30
+"""Executions after which a test's node stops its worker: a worker spinning on a run
+(as one did before) ends the test with a count far above what it asserts, not a hang."""
+
+
+def gated(store: Checkpointer, calls: Counter[str], worker: list[Worker]) -> Workflow:
+    """a -> b, b returning an int too long to store when the run's state says ``bad``."""
+
+    def b(state: dict[str, Any]) -> dict[str, Any]:
+        calls[state["name"]] += 1
+        if calls[state["name"]] >= RUNAWAY:
+            worker[0].stop()
+        return {"x": 10**5000 if state["bad"] else 1}
+
+    g = StateGraph("gated").add_node("a", lambda s: {"kept": 1}).add_node("b", b)
+    return g.set_entry_point("a").add_edge("a", "b").compile(store)
+
+
+def test_a_worker_fails_a_run_whose_node_returns_a_poison_value_once_and_goes_on(
+    store: Checkpointer,
+) -> None:
+    calls: Counter[str] = Counter()
+    holder: list[Worker] = []
+    wf = gated(store, calls, holder)
+    bad = wf.submit({"name": "bad", "bad": True})
+    good = wf.submit({"name": "good", "bad": False})
+    holder.append(Worker(wf, poll_max=0.05))
+    stats = holder[0].run(until_idle=True)
+    assert calls == {"bad": 1, "good": 1}
+    assert (stats.failed, stats.completed) == (1, 1)
+    stored = store.get_run(bad.run_id)
+    assert (stored.status, stored.node, stored.lease_owner) == (Status.FAILED, "b", None)
+    assert stored.error is not None
+    assert "delta of 'b'['x']" in stored.error["message"]
+    assert store.get_run(good.run_id).status == Status.COMPLETED
+    assert [cp.step for cp in bad.history()] == [0, 1]
+
+
+def refusing_commits(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch, error: Exception, times: int
+) -> Counter[str]:
+    """The store's commits of node ``b``'s step raise ``error`` (the first ``times``)."""
+    real = store.commit
+    refused: Counter[str] = Counter()
+
+    def commit(run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
+        ran_b = any(e.type == EventType.STATE_UPDATE and e.node == "b" for e in change.events)
+        if ran_b and refused[run_id] < times:
+            refused[run_id] += 1
+            raise error
+        real(run_id, fence, change, lease_seconds=lease_seconds)
+
+    monkeypatch.setattr(store, "commit", commit)
+    return refused
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ValueError("a value this store cannot write"), StoreError("disk I/O error")],
+    ids=["raw", "store error"],
+)
+def test_a_worker_retries_a_step_that_will_not_commit_a_bounded_number_of_times_then_fails_it(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    calls: Counter[str] = Counter()
+    holder: list[Worker] = []
+    wf = gated(store, calls, holder)
+    run = wf.submit({"name": "stuck", "bad": False})
+    other = wf.submit({"name": "other", "bad": False})
+    refused = refusing_commits(store, monkeypatch, error, times=10**6)
+    holder.append(Worker(wf, poll_max=0.05))
+    stats = holder[0].run(until_idle=True)
+    assert calls == {"stuck": ATTEMPTS, "other": ATTEMPTS}  # each run's node: bounded
+    assert refused == {run.run_id: ATTEMPTS, other.run_id: ATTEMPTS}
+    assert stats.failed == 2
+    stored = store.get_run(run.run_id)
+    assert (stored.status, stored.node, stored.lease_owner) == (Status.FAILED, "b", None)
+    assert stored.error is not None
+    assert stored.error["type"] == "StepNotCommitted"
+    assert str(error) in stored.error["message"]
+    failed = run.events[-1]
+    assert (failed.type, failed.node) == (EventType.FAILED, "b")
+    assert failed.payload["error"]["type"] == "StepNotCommitted"
+    assert [cp.step for cp in run.history()] == [0, 1]
+    assert run.state == {"name": "stuck", "bad": False, "kept": 1}
+
+
+def test_a_step_that_commits_on_a_later_attempt_completes_its_run(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: Counter[str] = Counter()
+    holder: list[Worker] = []
+    run = gated(store, calls, holder).submit({"name": "flaky", "bad": False})
+    refusing_commits(store, monkeypatch, StoreError("database is locked"), times=ATTEMPTS - 1)
+    holder.append(Worker(run.workflow, poll_max=0.05))
+    stats = holder[0].run(until_idle=True)
+    assert calls == {"flaky": ATTEMPTS}
+    assert (stats.completed, stats.failed) == (1, 0)
+    # kept and driven again by its worker, after a wait: never queued for a claim at once
+    assert (stats.claimed, stats.requeued) == (1, 0)
+    assert store.get_run(run.run_id).status == Status.COMPLETED
+    assert run.state["x"] == 1
+
+
+def test_an_unreachable_store_never_fails_a_run_the_worker_waits_for_it(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: Counter[str] = Counter()
+    holder: list[Worker] = []
+    run = gated(store, calls, holder).submit({"name": "waits", "bad": False})
+    down = StoreUnavailable("db", "the server closed the connection", "start it")
+    refusing_commits(store, monkeypatch, down, times=ATTEMPTS + 2)
+    holder.append(Worker(run.workflow, poll_max=0.05))
+    stats = holder[0].run(until_idle=True)
+    assert calls == {"waits": ATTEMPTS + 3}
+    assert (stats.completed, stats.failed) == (1, 0)
+    assert (stats.claimed, stats.requeued) == (1, 0)
+    assert store.get_run(run.run_id).status == Status.COMPLETED
