@@ -14,7 +14,8 @@ from typing import Any
 from agentnb.errors import InvalidState
 
 __all__ = [
-    "INT_BOUND",
+    "INT_BITS",
+    "INT_MAX",
     "MAX_INT_DIGITS",
     "check",
     "dumps",
@@ -27,8 +28,12 @@ __all__ = [
 MAX_INT_DIGITS = 4300
 """The most digits a stored int may have: what Python reads back by default
 (``sys.get_int_max_str_digits()``); a longer one could be written but never read."""
-INT_BOUND = 10**MAX_INT_DIGITS
-"""Ints are storable when ``-INT_BOUND < n < INT_BOUND`` (two comparisons, for fast paths)."""
+INT_MAX = 10**MAX_INT_DIGITS - 1
+"""Ints are storable when ``-INT_MAX <= n <= INT_MAX``."""
+INT_BITS = INT_MAX.bit_length() - 1
+"""An int of at most this many bits (``n.bit_length() <= INT_BITS``) is storable: the test
+fast paths make (one call, no comparison with a 14,000-bit int); a longer one is
+checked exactly, by encoding it."""
 surrogate: Any = re.compile("[\ud800-\udfff]").search
 """``surrogate(text)``: the first lone surrogate in ``text`` (a match), or ``None``. A str
 holding one is not Unicode text: UTF-8 cannot encode it, so no store can keep it. Only a
@@ -135,7 +140,7 @@ def _find_problem(value: Any, path: str, *, keys_only: bool = False) -> Any:
         elif isinstance(item, float) and not math.isfinite(item):
             return where, f"{item!r} is not a finite number (JSON has no NaN or Infinity)"
         elif isinstance(item, int) and not isinstance(item, bool):
-            if not -INT_BOUND < item < INT_BOUND:
+            if not -INT_MAX <= item <= INT_MAX:
                 return where, (
                     f"an int of {_digits(item)} digits is more than the {MAX_INT_DIGITS} "
                     "Python reads back (store it as a str)"

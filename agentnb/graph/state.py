@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentnb._json import INT_BOUND, dumps, loads, surrogate
+from agentnb._json import INT_BITS, dumps, loads, surrogate
 from agentnb.errors import ConflictingUpdate, DefinitionError, InvalidState
 
 __all__ = [
@@ -117,7 +117,7 @@ def json_copy(value: Any) -> Any:
         if kind is str:
             if value.isascii() or not surrogate(value):
                 return value
-        elif kind is not int or -INT_BOUND < value < INT_BOUND:
+        elif kind is not int or value.bit_length() <= INT_BITS:
             return value
     return loads(dumps(value))
 

@@ -91,6 +91,21 @@ def test_a_node_returning_a_poison_value_fails_the_run_at_that_node_with_the_key
     dumps([e.payload for e in run.events])  # every event stored is storable
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_int_of_4300_digits_is_kept_and_one_of_4301_fails_the_run(
+    store: Checkpointer, sign: int
+) -> None:
+    longest, too_long = sign * (10**4300 - 1), sign * 10**4300
+    kept = two_steps(longest).compile(store).start({}).run()
+    assert kept.status == Status.COMPLETED
+    assert kept.state["x"] == longest
+    assert store.checkpoint(kept.run_id).state["x"] == longest
+    failed = two_steps(too_long).compile(store).start({})
+    with pytest.raises(InvalidState, match="4,301 digits"):
+        failed.run()
+    assert store.get_run(failed.run_id).status == Status.FAILED
+
+
 @pytest.mark.parametrize(
     ("merge", "path"),
     [
