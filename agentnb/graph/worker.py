@@ -21,6 +21,12 @@ memory store's own writes) or, on SQLite, polls with a backoff that doubles from
 each run finishes the superstep in flight, commits it, gives its lease back and is put
 back in the queue for the next worker — no node is cut off, nothing is left leased.
 
+A run whose step will not commit (the store refused it for anything but being
+unreachable) is not put back for a claim at once — that drove one node ~800 times a second,
+its side effects with it: its worker keeps the lease and drives it again after waits that
+double from :data:`RETRY_WAIT`, and after :data:`ATTEMPTS` drives records it failed at its
+node (:class:`~agentnb.errors.StepNotCommitted`). An unreachable store fails no run.
+
 The panel's "continue after a decision" is this component too
 (:meth:`acontinue`): one mechanism, whoever continues a run.
 """
