@@ -57,6 +57,7 @@ from agentnb.graph.commits import Committer, Position
 from agentnb.graph.run import Run
 from agentnb.graph.superstep import Frontier
 from agentnb.store.base import new_owner
+from agentnb.store.claims import RESUMABLE
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
@@ -469,7 +470,7 @@ class Worker:
             record = await self.store.aacquire(run_id, self.owner, lease_seconds=self.lease_seconds)
         except RunBusy:  # someone (a notebook stepping it) holds it now: theirs
             return None
-        if record.status != Status.RUNNING:
+        if record.status not in RESUMABLE:  # it moved on meanwhile (cancelled, decided)
             await self.store.arelease(run_id, record.fence)
             return None
         if failures >= ATTEMPTS:

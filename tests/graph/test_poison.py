@@ -305,15 +305,19 @@ def test_a_worker_fails_a_run_whose_node_returns_a_poison_value_once_and_goes_on
 
 
 def refusing_commits(
-    store: Checkpointer, monkeypatch: pytest.MonkeyPatch, error: Exception, times: int
+    store: Checkpointer,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    times: int,
+    node: str = "b",
 ) -> Counter[str]:
-    """The store's commits of node ``b``'s step raise ``error`` (the first ``times``)."""
+    """The store's commits of ``node``'s step raise ``error`` (the first ``times``)."""
     real = store.commit
     refused: Counter[str] = Counter()
 
     def commit(run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
-        ran_b = any(e.type == EventType.STATE_UPDATE and e.node == "b" for e in change.events)
-        if ran_b and refused[run_id] < times:
+        ran = any(e.type == EventType.STATE_UPDATE and e.node == node for e in change.events)
+        if ran and refused[run_id] < times:
             refused[run_id] += 1
             raise error
         real(run_id, fence, change, lease_seconds=lease_seconds)
@@ -384,3 +388,32 @@ def test_an_unreachable_store_never_fails_a_run_the_worker_waits_for_it(
     assert (stats.completed, stats.failed) == (1, 0)
     assert (stats.claimed, stats.requeued) == (1, 0)
     assert store.get_run(run.run_id).status == Status.COMPLETED
+
+
+def test_a_queued_or_approved_run_whose_first_step_will_not_commit_is_failed_too(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: Counter[str] = Counter()
+    holder: list[Worker] = []
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        calls[state["name"]] += 1
+        if calls[state["name"]] >= RUNAWAY:
+            holder[0].stop()
+        return {"paid": True}
+
+    g = StateGraph("pay").add_node("pay", pay).set_entry_point("pay")
+    wf = g.add_interrupt_before("pay").compile(store)
+    approved = wf.start({"name": "approved"})
+    approved.run()
+    approved.approve(by="ada")
+    queued = StateGraph("first").add_node("pay", pay).set_entry_point("pay").compile(store)
+    waiting = queued.submit({"name": "queued"})
+    refusing_commits(store, monkeypatch, ValueError("cannot write"), times=10**6, node="pay")
+    holder.append(Worker(wf, queued, poll_max=0.05))
+    stats = holder[0].run(until_idle=True)
+    assert calls == {"approved": ATTEMPTS, "queued": ATTEMPTS}
+    assert stats.failed == 2
+    for run in (approved, waiting):
+        stored = store.get_run(run.run_id)
+        assert (stored.status, stored.node, stored.lease_owner) == (Status.FAILED, "pay", None)
