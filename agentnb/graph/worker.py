@@ -416,7 +416,7 @@ class Worker:
         run_id = record.run_id
         tries = failures = 0  # drives that did not commit; those not for want of a store
         while True:
-            clean, error = False, None
+            error: Exception | None = None
             try:
                 if run is None:
                     run = await self.store.offload(Run, wf, record)
@@ -425,7 +425,6 @@ class Worker:
                     if event.type == "state_update":
                         self._count(steps=1)
                     yield event
-                clean = True
             except LeaseLost:
                 self._count(lost=1)
                 log.warning("run %s: another worker took it over (this lease expired)", run_id)
@@ -438,12 +437,9 @@ class Worker:
                 if ended is not None and ended.status in _ENDED:
                     self._tally(ended.status)  # committed under this lease, which it gave back
                     return
-                if clean and ended is not None:  # stopped between supersteps, lease given back
-                    if await self.store.arequeue(run_id, ended.fence):
+                if error is None:  # stopped between supersteps, lease given back
+                    if ended is not None and await self.store.arequeue(run_id, ended.fence):
                         self._count(requeued=1)
-                    return
-                if error is None:  # pragma: no cover - a drive ends clean or raises
-                    await self._settle(run_id, record.fence)
                     return
                 tries += 1
                 failures += not isinstance(error, StoreUnavailable)
@@ -506,21 +502,3 @@ class Worker:
             self._count(paused=1)
         elif status in (Status.FAILED, Status.REJECTED):
             self._count(failed=1)
-
-    async def _settle(self, run_id: str, claimed_fence: int) -> None:
-        """After a drive that did not end cleanly: look the run up, give back a lease the
-        drive still holds, count how it stands, queue it again if it is mid-run."""
-        final = await self.store.aget_run(run_id)
-        if final.fence < claimed_fence:  # pragma: no cover - fences only grow
-            return
-        if final.lease_owner == self.owner:  # the drive ended before it acquired
-            await self.store.arelease(run_id, final.fence)
-            final = await self.store.aget_run(run_id)
-        if final.status in _ENDED:
-            self._tally(final.status)
-        elif (
-            final.status == Status.RUNNING
-            and final.lease_owner is None
-            and await self.store.arequeue(run_id, final.fence)
-        ):
-            self._count(requeued=1)
