@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb._listeners import Listeners
-from agentnb.errors import BreakerOpen, DefinitionError
+from agentnb.errors import BreakerOpen, DefinitionError, describe
 from agentnb.store.records import EventType
 
 __all__ = ["CircuitBreaker", "Retry", "guarded_call"]
@@ -295,7 +295,7 @@ async def guarded_call(
         wait = retry.wait(number)
         payload = {
             "attempt": number,
-            "error": {"type": type(error).__name__, "message": str(error)},
+            "error": describe(error),
             "wait": round(wait, 4),
         }
         report(EventType.RETRY, payload)

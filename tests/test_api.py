@@ -66,6 +66,7 @@ PUBLIC = {
     "StateGraph",
     "Status",
     "StepBudgetExhausted",
+    "StepNotCommitted",
     "StepResult",
     "TaskNotNamed",
     "UnknownExercise",

@@ -176,3 +176,19 @@ def test_a_run_approved_from_the_cli_is_continued_by_whichever_worker_claims_it(
             assert len(store.effects(run_id)) == 1
         completed = sum(int(out.split(" completed")[0].rsplit(" ", 1)[1]) for out in outs)
         assert completed == 4
+
+
+def test_a_worker_process_fails_a_run_whose_node_returns_a_poison_value_once_and_exits(
+    tmp_path: Path,
+) -> None:
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as store:
+        wf = worker_flows.poisoned(store)
+        bad, good = wf.submit({"bad": True}), wf.submit({"bad": False})
+        out = finished(worker(tmp_path, "poisoned", "--until-idle"), timeout=120)
+        assert executions(tmp_path) == {bad.run_id: 1, good.run_id: 1}
+        assert "2 claimed, 1 completed, 0 paused, 1 failed, 0 requeued" in out
+        failed = store.get_run(bad.run_id)
+        assert (failed.status, failed.node, failed.lease_owner) == (Status.FAILED, "poison", None)
+        assert failed.error is not None
+        assert "delta of 'poison'['x']" in failed.error["message"]
+        assert store.get_run(good.run_id).status == Status.COMPLETED

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,26 @@ def approval(store: Checkpointer) -> Workflow:
     g.add_node("pay", _pay).add_node("done", _done)
     g.set_entry_point("plan").add_edge("plan", "pay").add_edge("pay", "done")
     g.add_interrupt_before("pay")
+    return g.compile(store, lease_seconds=PATIENT_SECONDS)
+
+
+RUNAWAY = 30
+"""Executions of one run after which ``poisoned``'s node stops its worker (SIGTERM): a
+worker that spins on a run ends the test with that count, not a hang."""
+
+
+def _poison(state: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    _executed(ctx)
+    log = Path(os.environ["AGENTNB_EXEC_LOG"]).read_text().split()
+    if log.count(ctx.run_id) >= RUNAWAY:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return {"x": 10**5000 if state["bad"] else 1}
+
+
+def poisoned(store: Checkpointer) -> Workflow:
+    """start -> poison, whose delta is an int too long to store when ``bad``."""
+    g = StateGraph("poisoned").add_node("start", lambda s: {"started": True})
+    g.add_node("poison", _poison).set_entry_point("start").add_edge("start", "poison")
     return g.compile(store, lease_seconds=PATIENT_SECONDS)
 
 

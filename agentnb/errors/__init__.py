@@ -18,6 +18,7 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── RoutingError           a router failed or returned an undeclared target
     │   ├── ConflictingUpdate      two tasks of one superstep wrote a key that has no reducer
     │   ├── StepBudgetExhausted    the run hit ``max_steps``
+    │   ├── StepNotCommitted       a worker's commits of a step kept failing: the run failed
     │   ├── NodeTimeout            a node ran past its ``timeout`` (the cause of NodeFailed)
     │   ├── BreakerOpen            a circuit breaker refused the call (its dependency is down)
     │   ├── RunNotFound            no run with that id in this store
@@ -92,6 +93,7 @@ from agentnb.errors._runs import (
     RunNotActive,
     RunNotFound,
     StepBudgetExhausted,
+    StepNotCommitted,
 )
 from agentnb.errors._store import (
     InstanceConflict,
@@ -139,6 +141,7 @@ __all__ = [
     "ScxmlError",
     "StaleApproval",
     "StepBudgetExhausted",
+    "StepNotCommitted",
     "StoreError",
     "StoreUnavailable",
     "TaskNotNamed",

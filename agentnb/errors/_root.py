@@ -10,5 +10,13 @@ class AgentnbError(Exception):
 
 
 def describe(error: BaseException) -> dict[str, Any]:
-    """A JSON-ready description of an exception, as stored in ``failed`` events."""
-    return {"type": type(error).__name__, "message": str(error)}
+    """A JSON-ready description of an exception, as stored in ``failed`` events.
+
+    The message is storable text whatever the exception carried: a lone surrogate (from
+    bytes decoded with ``errors="surrogateescape"``, say) is written as its escape,
+    ``\\udc80``, so the failure it reports can always be committed.
+    """
+    message = str(error)
+    if not message.isascii():
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return {"type": type(error).__name__, "message": message}

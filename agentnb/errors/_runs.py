@@ -125,6 +125,32 @@ class StepBudgetExhausted(RunError):
         )
 
 
+class StepNotCommitted(RunError):
+    """A worker drove a run's step again and again, and it never got as far as a commit.
+
+    Its node ran, or its checkpoint would not load, but the step's commit (or the run's
+    loading) raised something other than the store being unreachable. The worker tried
+    again after waits that double, then recorded the run ``failed`` at ``node`` (its
+    last checkpoint intact) rather than run the node — and repeat its side effects —
+    forever. ``error`` is what the last attempt raised (also the ``__cause__``).
+    """
+
+    def __init__(
+        self, run_id: str, node: str, step: int, attempts: int, error: BaseException
+    ) -> None:
+        self.node = node
+        self.step = step
+        self.attempts = attempts
+        self.error = error
+        super().__init__(
+            f"run {run_id!r} could not commit its step at node {node!r} (step {step}) in "
+            f"{attempts} attempts ({type(error).__name__}: {error}), so it is failed there. "
+            "Fix what the error says, then fork the run from its last checkpoint "
+            "(run.fork()).",
+            run_id=run_id,
+        )
+
+
 class RunNotFound(RunError):
     """No run with this id exists in the store."""
 

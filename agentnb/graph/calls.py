@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentnb._json import check, dumps, loads
+from agentnb._json import INT_BITS, check, dumps, loads, surrogate
 from agentnb.errors import BreakerOpen, InvalidState, NodeFailed
 from agentnb.graph.commits import Committer, Failure
 from agentnb.graph.context import NodeContext
@@ -30,8 +30,6 @@ __all__ = ["Caller", "Sink"]
 
 Sink = Callable[[str, dict[str, Any]], None]
 """Where what a node reports goes: ``sink(event_type, payload)``."""
-_SCALARS = frozenset({str, int, bool, type(None)})
-"""Exact types a delta's value may have to be JSON as it is (a float may be NaN)."""
 
 
 class Caller(Committer):
@@ -189,11 +187,21 @@ class Caller(Committer):
             raise Failure(node, failed)
         # The common delta — a few string keys to strings, whole numbers, booleans or
         # None — is JSON as it is: a shallow copy is the copy, with no encoding. Anything
-        # else (a float, a list, a subclass, a key that is not a string) takes the full
-        # round trip, which names the bad key path.
-        scalars = _SCALARS
+        # else (a float, a list, a subclass, a key that is not a string, an int that may
+        # be too long to read back, a str that may hold a lone surrogate) takes the full
+        # round trip, which names the bad key path. (isascii() is a flag test, and an
+        # ASCII str holds no surrogate; bit_length() is cheaper than two comparisons.)
         for key, value in result.items():
-            if type(key) is not str or type(value) not in scalars:
+            if type(key) is not str or (not key.isascii() and surrogate(key)):
+                break
+            kind = type(value)
+            if kind is str:
+                if not value.isascii() and surrogate(value):
+                    break
+            elif kind is int:
+                if value.bit_length() > INT_BITS:
+                    break
+            elif kind is not bool and value is not None:
                 break
         else:
             return dict(result)

@@ -17,8 +17,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentnb._json import dumps, loads
-from agentnb.errors import ConflictingUpdate, DefinitionError
+from agentnb._json import INT_BITS, dumps, loads, surrogate
+from agentnb.errors import ConflictingUpdate, DefinitionError, InvalidState
 
 __all__ = [
     "DEFAULT_REDUCERS",
@@ -106,9 +106,19 @@ ATOMS = (str, int, float, bool, type(None))
 
 
 def json_copy(value: Any) -> Any:
-    """``value`` as it comes back from JSON: a deep copy (atoms are returned as they are)."""
-    if type(value) in ATOMS:
-        return value
+    """``value`` as it comes back from JSON: a deep copy (atoms are returned as they are,
+    once known to be storable: an int JSON can read back, a str without lone surrogates).
+
+    Raises:
+        InvalidState: ``value`` cannot be stored as JSON.
+    """
+    kind = type(value)
+    if kind in ATOMS:
+        if kind is str:
+            if value.isascii() or not surrogate(value):
+                return value
+        elif kind is not int or value.bit_length() <= INT_BITS:
+            return value
     return loads(dumps(value))
 
 
@@ -132,8 +142,21 @@ def apply_delta(
         elif reducer is append:
             merged[key] = append(state.get(key), value)
         else:
-            merged[key] = json_copy(reducer(json_copy(state.get(key)), value))
+            merged[key] = _reduced(key, reducer(json_copy(state.get(key)), value))
     return merged
+
+
+def _reduced(key: str, result: Any) -> Any:
+    """A custom reducer's ``result`` for ``key``, as JSON gives it back.
+
+    Raises:
+        InvalidState: the result cannot be stored, its path under ``state[key]``.
+    """
+    try:
+        return json_copy(result)
+    except InvalidState as exc:
+        where = f"state[{key!r}]{exc.path.removeprefix('state')}"
+        raise InvalidState(where, f"{exc.reason} (as the reducer of {key!r} merged it)") from None
 
 
 def merge_writes(

@@ -21,6 +21,12 @@ memory store's own writes) or, on SQLite, polls with a backoff that doubles from
 each run finishes the superstep in flight, commits it, gives its lease back and is put
 back in the queue for the next worker — no node is cut off, nothing is left leased.
 
+A run whose step will not commit (the store refused it for anything but being
+unreachable) is not put back for a claim at once — that drove one node ~800 times a second,
+its side effects with it: its worker keeps the lease and drives it again after waits that
+double from :data:`RETRY_WAIT`, and after :data:`ATTEMPTS` drives records it failed at its
+node (:class:`~agentnb.errors.StepNotCommitted`). An unreachable store fails no run.
+
 The panel's "continue after a decision" is this component too
 (:meth:`acontinue`): one mechanism, whoever continues a run.
 """
@@ -38,9 +44,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentnb._aio import run_sync
-from agentnb.errors import AgentnbError, DefinitionError, LeaseLost, StoreError
+from agentnb.errors import (
+    AgentnbError,
+    DefinitionError,
+    LeaseLost,
+    RunBusy,
+    StepNotCommitted,
+    StoreError,
+    StoreUnavailable,
+)
+from agentnb.graph.commits import Committer, Position
 from agentnb.graph.run import Run
+from agentnb.graph.superstep import Frontier
 from agentnb.store.base import new_owner
+from agentnb.store.claims import RESUMABLE
 from agentnb.store.records import Event, RunRecord, Status
 
 if TYPE_CHECKING:
@@ -49,9 +66,16 @@ if TYPE_CHECKING:
     from agentnb.store.base import Checkpointer
     from agentnb.store.claims import TimerClaim
 
-__all__ = ["Worker", "WorkerStats"]
+__all__ = ["ATTEMPTS", "RETRY_WAIT", "Worker", "WorkerStats"]
 
 log = logging.getLogger("agentnb.worker")
+
+ATTEMPTS = 3
+"""How many times a worker drives a run whose step will not commit before it records the
+run failed (:class:`~agentnb.errors.StepNotCommitted`)."""
+RETRY_WAIT = 0.1
+"""Seconds before the second of those drives; the wait doubles before each next one (up
+to the worker's ``poll_max``)."""
 
 _ENDED = frozenset({Status.COMPLETED, Status.PENDING, Status.FAILED, Status.REJECTED})
 """How a drive may end with a commit of its own (which gave the lease back)."""
@@ -380,39 +404,98 @@ class Worker:
         the run is built from it (no second read of the row) and driven on that lease (no
         acquire). How the drive ended is in the run's own record — the last commit's
         status, the lease given back — so a run that completed, paused or failed costs no
-        further store call; only a drive cut short is looked up again."""
+        further store call; only a drive cut short is looked up again.
+
+        A drive whose step would not commit (anything but the store being unreachable,
+        or another worker's lease) leaves the run as its last checkpoint has it: it is
+        driven again on a lease this worker takes back at once (no other worker takes a
+        running run it holds), after a wait that doubles, and after :data:`ATTEMPTS`
+        drives it is recorded failed (:class:`~agentnb.errors.StepNotCommitted`) — never
+        requeued to run the node, and repeat its side effects, without end.
+        """
         self._count(claimed=1)
         wf = self.workflows[record.graph]
         run_id = record.run_id
-        clean = False
+        tries = failures = 0  # drives that did not commit; those not for want of a store
+        while True:
+            error: Exception | None = None
+            try:
+                if run is None:
+                    run = await self.store.offload(Run, wf, record)
+                run.owner = self.owner  # the claim's lease, driven as it is
+                async for event in run._drive(None, halt=self._halting, leased=True):
+                    if event.type == "state_update":
+                        self._count(steps=1)
+                    yield event
+            except LeaseLost:
+                self._count(lost=1)
+                log.warning("run %s: another worker took it over (this lease expired)", run_id)
+                return
+            except Exception as exc:  # a node's own exception, recorded failed by the driver
+                log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
+                error = exc
+            try:
+                ended = run._record if run is not None else None
+                if ended is not None and ended.status in _ENDED:
+                    self._tally(ended.status)  # committed under this lease, which it gave back
+                    return
+                if error is None:  # stopped between supersteps, lease given back
+                    if ended is not None and await self.store.arequeue(run_id, ended.fence):
+                        self._count(requeued=1)
+                    return
+                tries += 1
+                failures += not isinstance(error, StoreUnavailable)
+                again = await self._again(run_id, tries, failures, error)
+                if again is None:
+                    return
+                record, run = again, None
+            except Exception as exc:  # deleted meanwhile, the store is gone, or broken
+                log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
+                return
+
+    async def _again(
+        self, run_id: str, tries: int, failures: int, error: Exception
+    ) -> RunRecord | None:
+        """After ``tries`` drives of a run that raised without committing (the last one
+        ``error``; ``failures`` of them not for want of a reachable store): the run
+        leased to this worker again, to drive once more after a wait that doubles — or
+        ``None`` when it is not this worker's to drive (another has it, it moved on, the
+        worker is stopping: then it is queued again) or has been recorded failed.
+
+        An unreachable store (:class:`~agentnb.errors.StoreUnavailable`) never fails a
+        run: the worker waits for it, as long as it holds the lease."""
         try:
-            if run is None:
-                run = await self.store.offload(Run, wf, record)
-            run.owner = self.owner  # the claim's lease, driven as it is
-            async for event in run._drive(None, halt=self._halting, leased=True):
-                if event.type == "state_update":
-                    self._count(steps=1)
-                yield event
-            clean = True
-        except LeaseLost:
-            self._count(lost=1)
-            log.warning("run %s: another worker took it over (this lease expired)", run_id)
-            return
-        except AgentnbError as exc:
-            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
-        except Exception as exc:  # a node's own exception, recorded failed by the driver
-            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
-        try:
-            ended = run._record if run is not None else None
-            if ended is not None and ended.status in _ENDED:
-                self._tally(ended.status)  # committed under this lease, which it gave back
-            elif clean and ended is not None:  # stopped between supersteps, lease given back
-                if await self.store.arequeue(run_id, ended.fence):
-                    self._count(requeued=1)
-            else:
-                await self._settle(run_id, record.fence)
-        except AgentnbError as exc:  # deleted meanwhile, or the store is gone
-            log.warning("run %s: %s: %s", run_id, type(exc).__name__, exc)
+            record = await self.store.aacquire(run_id, self.owner, lease_seconds=self.lease_seconds)
+        except RunBusy:  # someone (a notebook stepping it) holds it now: theirs
+            return None
+        if record.status not in RESUMABLE:  # it moved on meanwhile (cancelled, decided)
+            await self.store.arelease(run_id, record.fence)
+            return None
+        if failures >= ATTEMPTS:
+            await self._give_up(record, failures, error)
+            return None
+        if not self._stopping:
+            wait = min(RETRY_WAIT * 2 ** (tries - 1), max(self.poll_max, RETRY_WAIT))
+            await asyncio.sleep(wait)
+        if self._stopping:
+            await self.store.arelease(run_id, record.fence)
+            if await self.store.arequeue(run_id, record.fence):
+                self._count(requeued=1)
+            return None
+        log.warning("run %s: driving it again (attempt %d)", run_id, tries + 1)
+        return record
+
+    async def _give_up(self, record: RunRecord, attempts: int, error: Exception) -> None:
+        """Record the run failed at its node, its last checkpoint intact: the failure is
+        committed on the lease held (``record``'s fence), as the driver commits one."""
+        failure = StepNotCommitted(record.run_id, record.node, record.step, attempts, error)
+        failure.__cause__ = error
+        log.error("run %s: %s", record.run_id, failure)
+        position = Position(record, {}, Frontier.at(record.node))
+        committer = Committer(self.workflows[record.graph], self.owner, position)
+        committer.fence = record.fence
+        await committer._fail(record.node, record.step, failure)
+        self._count(failed=1)
 
     def _tally(self, status: Status) -> None:
         if status == Status.COMPLETED:
@@ -421,21 +504,3 @@ class Worker:
             self._count(paused=1)
         elif status in (Status.FAILED, Status.REJECTED):
             self._count(failed=1)
-
-    async def _settle(self, run_id: str, claimed_fence: int) -> None:
-        """After a drive that did not end cleanly: look the run up, give back a lease the
-        drive still holds, count how it stands, queue it again if it is mid-run."""
-        final = await self.store.aget_run(run_id)
-        if final.fence < claimed_fence:  # pragma: no cover - fences only grow
-            return
-        if final.lease_owner == self.owner:  # the drive ended before it acquired
-            await self.store.arelease(run_id, final.fence)
-            final = await self.store.aget_run(run_id)
-        if final.status in _ENDED:
-            self._tally(final.status)
-        elif (
-            final.status == Status.RUNNING
-            and final.lease_owner is None
-            and await self.store.arequeue(run_id, final.fence)
-        ):
-            self._count(requeued=1)
