@@ -45,9 +45,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     test. ``make check`` leaves them out; ``make test`` runs them."""
     for item in items:
         callspec = getattr(item, "callspec", None)
-        variants = [str(value) for value in callspec.params.values()] if callspec else []
+        variants = callspec.params.values() if callspec else ()
         asks = {"pg_dsn", "pg_cluster", "dsn"} & set(getattr(item, "fixturenames", ()))
-        if asks or any(value.startswith("postgres") for value in variants):
+        if asks or any(isinstance(v, str) and v.startswith("postgres") for v in variants):
             item.add_marker(pytest.mark.postgres)
 
 
