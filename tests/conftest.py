@@ -168,3 +168,12 @@ class Driver:
 def drive(request: pytest.FixtureRequest) -> Driver:
     """Every runtime behaviour is checked through the sync API and the async one."""
     return Driver(request.param)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The differential suite's agreement figure, when it ran (see test_langgraph_parity)."""
+    import sys
+
+    parity = sys.modules.get("tests.graph.test_langgraph_parity")
+    if parity is not None and parity.TALLY["graphs"]:
+        terminalreporter.write_line(parity.summary())
