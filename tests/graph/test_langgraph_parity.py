@@ -141,9 +141,26 @@ def specs(draw: st.DrawFn) -> Spec:
 
 
 def explained(lg: Outcome, ours: Outcome) -> str | None:
-    """The deliberate difference that accounts for a disagreement, if one does."""
+    """The deliberate difference that accounts for a disagreement, if one does.
+
+    "held alone": LangGraph paused a whole superstep for an interrupt, agentnb ran its
+    other tasks first (holding the interrupted one), and one of them failed the run. So
+    the same error ends both, agentnb without that pause, and the superstep lacks the
+    held tasks, which never ran.
+    """
     if lg.compared() == ours.compared():
         return None
+    multi = [i for i, (one, _) in enumerate(lg.pause_states) if not one]
+    if (
+        multi
+        and ours.error is not None
+        and ours.error == lg.error
+        and ours.pauses == lg.pauses[: len(ours.pauses)]
+        and len(ours.pauses) in multi
+        and ours.supersteps[:-1] == lg.supersteps[: len(ours.supersteps) - 1]
+        and not Counter(ours.supersteps[-1]) - Counter(lg.supersteps[len(ours.supersteps) - 1])
+    ):
+        return "held alone"
     return "unexplained"
 
 
@@ -159,25 +176,28 @@ def test_a_generated_graph_gives_langgraphs_answer(spec: Spec, native: int) -> N
     lg = run_langgraph(spec)
     ours = run_agentnb(spec)
     TALLY["graphs"] += 1
-    multi = [state for one, state in ours.pause_states if not one]
-    lg_multi = [state for one, state in lg.pause_states if not one]
-    if lg.compared() == ours.compared():
+    why = explained(lg, ours)
+    if why is None:
         TALLY["agreed"] += 1
-        if multi != lg_multi:
-            TALLY["held alone"] += 1
+        multi = [state for one, state in ours.pause_states if not one]
+        if multi != [state for one, state in lg.pause_states if not one]:
+            TALLY["held alone"] += 1  # the same answer; the state shown at a pause differs
+    else:
+        TALLY[why] += 1
     if native == 0:  # agentnb's own spellings give the same answer as LangGraph's
         TALLY["native"] += 1
         assert run_agentnb(spec, native=True).compared() == ours.compared(), spec
-    assert lg.compared() == ours.compared(), (spec, lg, ours)
+    assert why in (None, *DELIBERATE), (spec, lg, ours)
 
 
 def summary() -> str:
     graphs, agreed = TALLY["graphs"], TALLY["agreed"]
     kept = ", ".join(f"{TALLY[k]} {k!r}" for k in DELIBERATE)
     return (
-        f"LangGraph parity: {agreed} of {graphs} generated graphs agree with LangGraph "
-        f"(final state, supersteps, errors, pauses); {TALLY['native']} also built with "
-        f"agentnb's own spellings, all the same; deliberate differences met: {kept}"
+        f"LangGraph parity: {agreed} of {graphs} generated graphs give LangGraph's answer "
+        f"(final state, supersteps, errors, pauses), the others differ only as listed; "
+        f"{TALLY['native']} also built with agentnb's own spellings, each the same; "
+        f"deliberate differences met: {kept}; unexplained: {TALLY['unexplained']}"
     )
 
 
