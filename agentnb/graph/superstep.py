@@ -288,15 +288,24 @@ def legacy_frontier(
     refused when its meaning changed.
 
     One plain task means the same under both. One Send task laid its payload over the
-    state: its whole input is now that, so its meaning is kept. Several tasks merged in
-    declaration order and routed on the merged state: no migration keeps that, so the
+    state: its whole input is now that, so its meaning is kept. Several plain tasks mean
+    the same when their declaration order is their name order and none has a router
+    (which read the merged state then). Other parallel supersteps (Sends among several
+    tasks, another order, a router) have no migration that keeps their meaning, so the
     run is refused rather than continued to another answer.
 
     Raises:
-        LegacySuperstep: the superstep has several tasks.
+        LegacySuperstep: the superstep's meaning changed.
     """
     tasks = plan(workflow, frontier)
     if len(tasks) > 1:
-        raise LegacySuperstep(run_id, step, [t.id for t in tasks])
+        order = workflow.order
+        declared = sorted(tasks, key=lambda t: (order.get(t.node, len(order)), t.id))
+        if (
+            frontier.sends
+            or declared != list(tasks)
+            or any(t.node in workflow.branches for t in tasks)
+        ):
+            raise LegacySuperstep(run_id, step, [t.id for t in tasks])
     sends = tuple(Send(s.node, {**state, **s.payload}) for s in frontier.sends)
     return Frontier(frontier.nodes, sends, frontier.waiting)

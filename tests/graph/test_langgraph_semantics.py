@@ -157,7 +157,7 @@ def test_a_parallel_superstep_stored_before_the_semantics_is_refused_not_reinter
     from agentnb import LegacySuperstep, SqliteCheckpointer
 
     g = StateGraph(State)
-    for name in ("start", "a", "b"):
+    for name in ("start", "b", "a"):  # declared b before a: it merged b first then
         g.add_node(name, logs(name))
     g.set_entry_point("start").add_edge("start", "a").add_edge("start", "b")
     path = tmp_path / "old.sqlite3"
