@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test check lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,11 @@ lint: $(VENV)/.dev
 unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -m "not browser" --durations=20
 	$(PY) -m pytest -m browser
+
+# The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
+# the same ones every time); it prints the agreement figure.
+parity: $(VENV)/.dev
+	AGENTNB_PARITY_EXAMPLES=5000 $(PY) -m pytest -p no:cacheprovider -q tests/graph/test_langgraph_parity.py
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
 # worked solutions too, so every exercise's check is seen passing. Notebook 08 starts a

@@ -189,3 +189,12 @@ class Driver:
 def drive(request: pytest.FixtureRequest) -> Driver:
     """Every runtime behaviour is checked through the sync API and the async one."""
     return Driver(request.param)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The differential suite's agreement figure, when it ran (see test_langgraph_parity)."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.endswith("test_langgraph_parity") and module.TALLY["graphs"]:
+            terminalreporter.write_line(module.summary())

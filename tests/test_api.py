@@ -66,6 +66,8 @@ PUBLIC = {
     "StateGraph",
     "Status",
     "StepBudgetExhausted",
+    "RecursionLimitReached",
+    "LegacySuperstep",
     "StepNotCommitted",
     "StepResult",
     "TaskNotNamed",

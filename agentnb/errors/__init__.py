@@ -18,6 +18,8 @@ attributes and builds its message from them: the fact first, then the fix.
     │   ├── RoutingError           a router failed or returned an undeclared target
     │   ├── ConflictingUpdate      two tasks of one superstep wrote a key that has no reducer
     │   ├── StepBudgetExhausted    the run hit ``max_steps``
+    │   │   └── RecursionLimitReached  one invocation passed ``recursion_limit`` (LangGraph's)
+    │   ├── LegacySuperstep        a parallel superstep planned by an older agentnb
     │   ├── StepNotCommitted       a worker's commits of a step kept failing: the run failed
     │   ├── NodeTimeout            a node ran past its ``timeout`` (the cause of NodeFailed)
     │   ├── BreakerOpen            a circuit breaker refused the call (its dependency is down)
@@ -84,8 +86,10 @@ from agentnb.errors._runs import (
     ConflictingUpdate,
     InvalidState,
     LeaseLost,
+    LegacySuperstep,
     NodeFailed,
     NodeTimeout,
+    RecursionLimitReached,
     RoutingError,
     RunActive,
     RunBusy,
@@ -122,12 +126,14 @@ __all__ = [
     "InvalidRetention",
     "InvalidState",
     "LeaseLost",
+    "LegacySuperstep",
     "MissingDependency",
     "NoQuestion",
     "NodeFailed",
     "NodeTimeout",
     "NotAuthorized",
     "PolicyUnavailable",
+    "RecursionLimitReached",
     "RenderError",
     "RoutingError",
     "RunActive",

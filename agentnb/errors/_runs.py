@@ -151,6 +151,43 @@ class StepNotCommitted(RunError):
         )
 
 
+class RecursionLimitReached(StepBudgetExhausted):
+    """The run passed ``recursion_limit`` supersteps in one invocation, as LangGraph
+    counts them (its ``GraphRecursionError``). The run is ``failed``."""
+
+    def __init__(self, run_id: str, recursion_limit: int, node: str) -> None:
+        self.recursion_limit = recursion_limit
+        self.max_steps = recursion_limit
+        self.node = node
+        RunError.__init__(
+            self,
+            f"recursion limit reached: run {run_id!r} ran past recursion_limit="
+            f"{recursion_limit} supersteps in one invocation without ending or pausing, "
+            f"and was about to go on at {node!r}. Look for a loop that never exits, or "
+            "compile with a larger recursion_limit.",
+            run_id=run_id,
+        )
+
+
+class LegacySuperstep(RunError):
+    """The run waits in a parallel superstep planned before agentnb adopted LangGraph's
+    superstep semantics; continuing it would give a different answer than it promised."""
+
+    def __init__(self, run_id: str, step: int, tasks: list[str]) -> None:
+        self.step = step
+        self.tasks = tasks
+        super().__init__(
+            f"run {run_id!r} waits in superstep {step} ({', '.join(tasks)}), planned by an "
+            "agentnb older than its LangGraph semantics (merge by task path, each router "
+            "on its own task's writes, a Send's payload as the whole input); continuing it "
+            "now could give another state than the one it was planned for, so it is not "
+            "continued. Finish it with the agentnb that started it, or fork it from an "
+            f"earlier step (run.fork(step={max(step - 1, 0)})) to replay it under the current "
+            "semantics.",
+            run_id=run_id,
+        )
+
+
 class RunNotFound(RunError):
     """No run with this id exists in the store."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from agentnb._display import Drawable
 from agentnb.errors import DefinitionError
@@ -23,7 +23,7 @@ from agentnb.graph.nodes import (
     function_node,
     run_subgraph,
 )
-from agentnb.graph.state import DEFAULT_REDUCERS, Reducer, reducers_of
+from agentnb.graph.state import DEFAULT_REDUCERS, Reducer, defaults_of, reducers_of
 from agentnb.resilience import CircuitBreaker, Retry
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, declare
 
@@ -107,8 +107,11 @@ class StateGraph(Drawable):
         max_steps: int = 25,
     ) -> None:
         declared: dict[str, Reducer] = {}
+        self.defaults: dict[str, Any] = {}
+        """What each reducer key of the schema holds before it is written (``[]``, ``0``)."""
         if isinstance(name, type):  # LangGraph's StateGraph(State): reducers from the schema
-            declared, name = reducers_of(name), name.__name__
+            declared = reducers_of(name)
+            self.defaults, name = defaults_of(name), name.__name__
         self.name = _check_name(name, "graph")
         self.max_steps = max_steps
         self.reducers: dict[str, Reducer] = {**DEFAULT_REDUCERS, **declared, **(reducers or {})}
@@ -428,6 +431,7 @@ class StateGraph(Drawable):
         identity: IdentityProvider | None = None,
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
+        recursion_limit: int | None = None,
     ) -> Workflow:
         """Validate the graph and return a runnable :class:`~agentnb.Workflow`.
 
@@ -447,6 +451,13 @@ class StateGraph(Drawable):
             interrupt_before: LangGraph's compile-time form of :meth:`add_interrupt_before`
                 (``"*"``: every node), for this workflow only: the graph is not changed.
             interrupt_after: the same for :meth:`add_interrupt_after`.
+            recursion_limit: LangGraph's per-invocation budget, counted as LangGraph
+                counts it: a run's first invocation (``invoke``, ``run()`` of a new run)
+                must end or pause within ``recursion_limit - 1`` supersteps, a resumed
+                one within ``recursion_limit + 1`` (LangGraph's input takes two of its
+                steps); the superstep past that runs, then the run fails with
+                :class:`~agentnb.errors.RecursionLimitReached`. ``None`` (the default):
+                only ``max_steps``, the budget of the whole run, applies.
         """
         from agentnb.graph.workflow import Workflow
 
@@ -464,4 +475,5 @@ class StateGraph(Drawable):
             max_concurrency=max_concurrency,
             keep_streams=keep_streams,
             identity=identity,
+            recursion_limit=recursion_limit,
         )

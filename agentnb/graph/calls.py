@@ -100,8 +100,9 @@ class Caller(Committer):
             if streams is not None
             else None
         )
-        payload = task.payload
-        fresh: Callable[[], Any] = lambda: StateCopy(state, payload)  # noqa: E731
+        # A Send's payload is its task's whole input (LangGraph's Send), not the state.
+        source = state if task.payload is None else task.payload
+        fresh: Callable[[], Any] = lambda: StateCopy(source)  # noqa: E731
         fn = spec.fn
         is_async = spec.is_async
         if threaded and not is_async:

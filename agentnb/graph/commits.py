@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentnb._json import dumps, loads
-from agentnb.errors import InvalidState, NodeFailed, RoutingError, describe
+from agentnb.errors import (
+    InvalidState,
+    NodeFailed,
+    RecursionLimitReached,
+    RoutingError,
+    describe,
+)
 from agentnb.graph.builder import END
 from agentnb.graph.copies import StateCopy
 from agentnb.graph.questions import Asked
@@ -194,6 +200,12 @@ class Committer:
         )
         return event
 
+    async def _past_limit(self, node: str, step: int) -> tuple[Event, RecursionLimitReached]:
+        """Fail the run for passing its ``recursion_limit``: the event and the error."""
+        error = RecursionLimitReached(self.run_id, self.workflow.recursion_limit or 0, node)
+        failed = self._failed(node, step, error)
+        return await self._stop(Status.FAILED, node, step, failed, error), error
+
     async def _fail(self, node: str, step: int, error: BaseException) -> None:
         await self._stop(Status.FAILED, node, step, self._failed(node, step, error), error)
 
@@ -340,10 +352,15 @@ class Committer:
         step: int,
         state: dict[str, Any],
         waiting: Sequence[tuple[int, tuple[str, ...]]],
+        views: Mapping[str, dict[str, Any]] | None = None,
     ) -> tuple[Frontier, dict[str, list[str]]]:
+        """Route a finished superstep: each task on its own view (``views``, see
+        :func:`~agentnb.graph.superstep.advance`), or all on ``state``."""
         try:
-            view = StateCopy(state)  # routers read it; a router's changes stay in it
-            return advance(self.workflow, tasks, view, waiting, run_id=self.run_id)
+            # Routers read copies; a router's changes stay in them.
+            view = StateCopy(state)
+            own = None if views is None else {t: StateCopy(v) for t, v in views.items()}
+            return advance(self.workflow, tasks, view, waiting, run_id=self.run_id, views=own)
         except RoutingError as exc:
             await self._fail(exc.node, step, exc)
             raise

@@ -32,7 +32,7 @@ from agentnb.graph.questions import Asked
 from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
-from agentnb.graph.superstep import Frontier, Task, plan
+from agentnb.graph.superstep import Frontier, Task, legacy_frontier, plan, supersteps_allowed
 from agentnb.store.base import StepCommit, pending_digest
 from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event
 
@@ -139,6 +139,9 @@ class Driver(Fanout):
         before, after_nodes = wf.interrupts_before, wf.interrupts_after
         reducers, appends, plain_fns = wf.reducers, wf.appends, wf.plain_fns
         run_id, seqs, packs = self.run_id, self._seqs, self.store.packs_events
+        allowed = supersteps_allowed(wf.recursion_limit, record.step == 0 and not approved)
+        if frontier is not None and frontier.semantics == 0:
+            frontier = legacy_frontier(wf, frontier, state, run_id, step)
         executed = 0
         last_yield = time.monotonic()
         try:
@@ -164,10 +167,14 @@ class Driver(Fanout):
                     approved_ids = {p.task_id for p in decided}
                     self.edits = {p.task_id: p.update for p in decided if p.update is not None}
                     held = [t for t in tasks if t.node in before and t.id not in approved_ids]
+                if allowed is not None and executed > allowed:
+                    failed, limit = await self._past_limit(tasks[0].node if tasks else END, step)
+                    yield failed
+                    raise limit
+                head = tasks[0].node if tasks else END
                 if not tasks:
                     yield await self._finish(state, step)
                     return
-                head = tasks[0].node
                 if max_supersteps is not None and executed >= max_supersteps:
                     return
                 # A stopping Worker's runs end between supersteps — but each runs the one
@@ -279,9 +286,9 @@ class Driver(Fanout):
                         for event in await self._hold(waiting, step, state, questions):
                             yield event
                         return
-                    new_state = await self._merge(tasks, results, head, step, state)
+                    new_state, views = await self._merge(tasks, results, head, step, state)
                     new_frontier, leads = await self._route(
-                        tasks, step, new_state, frontier.waiting
+                        tasks, step, new_state, frontier.waiting, views
                     )
                     events = sorted(self.pending, key=seq_of)
                     events += [
@@ -309,6 +316,9 @@ class Driver(Fanout):
                     ran_after = node if node in after_nodes else None
                 else:
                     ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
+                over = allowed is not None and executed > allowed
+                if over:  # LangGraph's next tick fails first: no pause, no end folded in
+                    ran_after, pause = None, False
                 tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
                 checkpoint, chain = self._checkpoint(
                     step, nxt_head, state, new_state, tasks_json, appended, changed, changes_json
@@ -326,7 +336,7 @@ class Driver(Fanout):
                     change = StepCommit(
                         _PENDING, nxt_head, step, events, checkpoint, None, digest, True, settles
                     )
-                elif nxt_head == END:
+                elif nxt_head == END and not over:
                     events.append(
                         self._event(EventType.COMPLETED, END, step, {"state": json_copy(new_state)})
                     )

@@ -18,7 +18,7 @@ from agentnb.errors import ConflictingUpdate, InvalidState, NodeFailed
 from agentnb.graph.calls import Caller
 from agentnb.graph.commits import Failure
 from agentnb.graph.questions import Asked
-from agentnb.graph.state import json_copy, merge_writes
+from agentnb.graph.state import apply_delta, json_copy, merge_writes
 from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Task
@@ -86,7 +86,7 @@ class Fanout(Caller):
                 if self.live is not None:
                     for item in self.live.drain():
                         yield item
-                for future in sorted(done, key=lambda f: self.workflow.order[running[f].node]):
+                for future in sorted(done, key=lambda f: running[f].id):
                     task = running.pop(future)
                     delta = future.result()  # raises Failure: the finally cancels the rest
                     events = buffers[task.id]
@@ -123,13 +123,18 @@ class Fanout(Caller):
         self, task: Task, step: int, state: dict[str, Any]
     ) -> tuple[Task, dict[str, Any]]:
         """A task and its input: the superstep's state, with its approval's edit merged
-        in if it was approved with one (``run.approve(task=..., update=...)``); for a
-        Send, over its payload. (The node still gets a copy: see ``_invoke``.)"""
+        in if it was approved with one (``run.approve(task=..., update=...)``); a Send's
+        is its payload (its whole input), with the keys of the payload the edit carries
+        replaced (its other keys edit the run's state only, which a Send does not read).
+        (The node still gets a copy: see ``_invoke``.)"""
         edit = self.edits.get(task.id)
         if edit is None:
             return task, state
-        given = {**state, **json_copy(task.payload or {})}
-        edited = await self._merge_one(task.node, step, given, edit)
+        if task.payload is None:
+            edited = await self._merge_one(task.node, step, state, edit)
+        else:
+            payload = task.payload
+            edited = json_copy({**payload, **{k: v for k, v in edit.items() if k in payload}})
         return dataclasses.replace(task, payload=None), edited
 
     def _state_edits(self, tasks: Sequence[Task]) -> list[tuple[str, dict[str, Any]]]:
@@ -148,20 +153,33 @@ class Fanout(Caller):
         head: str,
         step: int,
         state: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Merge a superstep's deltas in plan order; a conflict fails the run, saving none."""
-        writes = self._state_edits(tasks) + [(t.id, results[t.id]) for t in tasks]
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Merge a superstep's deltas in plan order; a conflict fails the run, saving none.
+
+        Also returns each task's own view, what its router reads: ``state`` (the
+        superstep's start) with that task's edit and delta merged in, as LangGraph routes.
+        """
+        edits = self._state_edits(tasks)
+        writes = edits + [(t.id, results[t.id]) for t in tasks]
         try:
             nodes = self.workflow.nodes
+            reducers = self.workflow.reducers
             nested = frozenset(t.id for t in tasks if nodes[t.node].subgraph is not None)
-            return merge_writes(
+            merged = merge_writes(
                 state,
                 writes,
-                self.workflow.reducers,
+                reducers,
                 run_id=self.run_id,
                 step=step,
                 replacing=nested,
             )
+            edited = dict(edits)
+            views = {}
+            for t in tasks:
+                own = {} if t.id in nested else reducers
+                view = apply_delta(state, edited.get(t.id, {}), reducers)
+                views[t.id] = apply_delta(view, results[t.id], own)
+            return merged, views
         except (ConflictingUpdate, InvalidState) as exc:
             await self._fail(head, step, exc)
             raise

@@ -180,16 +180,8 @@ class _Rules:
             here: Path = ("conditional_edges", k)
             what = f"a conditional edge from {source!r}"
             if self.check_name((*here, "source"), source, what, end_ok=False):
-                if source in plain:
-                    j, other = plain[source][0]
-                    aside = _aside(f"to {other!r}", self.at(("edges", j)))
-                    self.add(
-                        (*here, "source"),
-                        f"node {source!r} has both a plain edge{aside} and a conditional edge",
-                        "Keep one: a conditional edge can include the plain target as an outcome",
-                        source,
-                    )
-                elif source in first:
+                # A plain edge beside it is fine: both apply, as in LangGraph.
+                if source in first:
                     aside = _aside(self.at(("conditional_edges", first[source])))
                     self.add(
                         (*here, "source"),

@@ -25,6 +25,7 @@ __all__ = [
     "Reducer",
     "append",
     "apply_delta",
+    "defaults_of",
     "json_copy",
     "merge_writes",
     "reducers_of",
@@ -83,6 +84,37 @@ def reducers_of(schema: type) -> dict[str, Reducer]:
         declared = [extra for extra in extras if callable(extra) and not isinstance(extra, type)]
         if declared:
             found[key] = _seeded(declared[-1], typing.get_origin(base) or base)
+    return found
+
+
+def defaults_of(schema: type) -> dict[str, Any]:
+    """What each reducer key of a LangGraph-style schema holds before it is written:
+    ``T()`` for ``Annotated[T, reducer]`` (``[]``, ``0``), as LangGraph's channels start.
+
+    A run's first state is these, with the input merged in through the reducers; a type
+    that cannot be built without arguments has no default (the key stays unset).
+
+    Example:
+        >>> import operator
+        >>> from typing import Annotated, TypedDict
+        >>> State = TypedDict("State", {"docs": Annotated[list[str], operator.add], "n": int})
+        >>> defaults_of(State)
+        {'docs': []}
+    """
+    hints = typing.get_type_hints(schema, include_extras=True)  # reducers_of checked them
+    found: dict[str, Any] = {}
+    for key, hint in hints.items():
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *extras = typing.get_args(hint)
+        if not any(callable(extra) and not isinstance(extra, type) for extra in extras):
+            continue
+        made = typing.get_origin(base) or base
+        if isinstance(made, type):
+            try:
+                found[key] = json_copy(made())
+            except Exception:  # needs arguments, or is not JSON: no default
+                continue
     return found
 
 

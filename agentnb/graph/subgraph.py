@@ -103,8 +103,9 @@ def _only(child: Run) -> str | None:
 
 
 def _input(spec: NodeSpec, live: dict[str, Any], payload: dict[str, Any] | None) -> dict[str, Any]:
-    """The child's first state: a copy of the keys it takes (and a Send's payload)."""
-    view = StateCopy(live, payload)
+    """The child's first state: a copy of the keys it takes (of a Send's payload: its
+    whole input, as for any node)."""
+    view = StateCopy(live if payload is None else payload)
     if spec.input_keys is not None:
         return {k: view[k] for k in spec.input_keys if k in view}
     return view.copy()

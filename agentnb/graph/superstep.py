@@ -5,10 +5,13 @@ only the graph and the last checkpoint, never the clock or the process, so any w
 (one restarted after a crash, too) computes the same plan:
 
 * :func:`plan` turns a checkpoint's :class:`Frontier` into :class:`Task` objects in merge
-  order — node declaration order; the Sends to one node in the order they were sent;
-* :func:`advance` routes the tasks of a finished superstep on the merged state and returns
-  the next frontier: plain edges (fan-out), routers' outcomes and :class:`Send` objects,
-  and joins whose every source has now run. A node reached several ways runs once.
+  order, LangGraph's task-path order: the triggered nodes by name, then every Send in the
+  order it was sent;
+* :func:`advance` routes the tasks of a finished superstep and returns the next frontier:
+  plain edges (fan-out), routers' outcomes and :class:`Send` objects, and joins whose
+  every source has now run. A router reads the state as its own task left it: the
+  superstep's start plus that task's writes (LangGraph's view), not its siblings'. A node
+  reached several ways runs once.
 
 Example:
     >>> from agentnb import StateGraph
@@ -19,6 +22,8 @@ Example:
     >>> frontier, leads = advance(wf, plan(wf, Frontier(("a",))), {})
     >>> [t.id for t in plan(wf, frontier)], leads
     (['b', 'c'], {'a': ['c', 'b']})
+    >>> frontier  # by name, whatever order the edges were declared in
+    Frontier(nodes=('b', 'c'), sends=(), waiting=(), semantics=1)
 """
 
 from __future__ import annotations
@@ -28,22 +33,32 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentnb._json import check
-from agentnb.errors import AgentnbError, InvalidState, RoutingError
+from agentnb.errors import AgentnbError, InvalidState, LegacySuperstep, RoutingError
 from agentnb.graph.builder import END
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
 
-__all__ = ["Frontier", "Send", "Task", "advance", "follow", "plan"]
+__all__ = [
+    "Frontier",
+    "Send",
+    "Task",
+    "advance",
+    "follow",
+    "legacy_frontier",
+    "plan",
+    "supersteps_allowed",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """One task for ``node`` with ``payload`` laid over its copy of the state (map-reduce).
+    """One task for ``node`` whose whole input is ``payload`` (map-reduce), as in LangGraph.
 
     A conditional edge's router returns one or a list of them; ``node`` must be one of the
-    edge's declared targets. Each Send is its own task in the next superstep, and the
-    tasks' deltas are merged by the reducers in the order they were sent.
+    edge's declared targets. Each Send is its own task in the next superstep (the node
+    reads ``payload``, not the run's state), and the tasks' deltas are merged by the
+    reducers in the order they were sent, after the superstep's other tasks.
 
     Example:
         >>> Send("summarise", {"doc": "a.txt"})
@@ -58,8 +73,9 @@ class Send:
             raise AgentnbError(f"Send({self.node!r}, ...): name the target node with a string")
         if not isinstance(self.payload, Mapping):
             raise AgentnbError(
-                f"Send({self.node!r}, {self.payload!r}): the payload is a dict of state keys "
-                "laid over the task's copy of the state"
+                f"Send({self.node!r}, {self.payload!r}): the payload is the task's input, "
+                "a dict (LangGraph also takes any value; agentnb stores and shows it as a "
+                "state). Wrap it: Send(node, {'item': value})"
             )
         object.__setattr__(self, "payload", dict(self.payload))
 
@@ -92,6 +108,11 @@ class Frontier:
     nodes: tuple[str, ...] = ()
     sends: tuple[Send, ...] = ()
     waiting: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    semantics: int = 1
+    """``1``: planned with LangGraph's semantics (merge by task path, a router's own view,
+    a Send's payload as the whole input). ``0``: stored by an agentnb before them, whose
+    tasks merged in declaration order, routed on the merged state and laid a Send's
+    payload over the state; see :func:`legacy_refusal`."""
 
     @property
     def single(self) -> str | None:
@@ -105,6 +126,7 @@ class Frontier:
             "nodes": list(self.nodes),
             "sends": [[s.node, s.payload] for s in self.sends],
             "waiting": [[j, list(arrived)] for j, arrived in self.waiting],
+            "semantics": self.semantics,
         }
 
     @classmethod
@@ -113,6 +135,7 @@ class Frontier:
             tuple(data.get("nodes", ())),
             tuple(Send(n, p) for n, p in data.get("sends", ())),
             tuple((int(j), tuple(a)) for j, a in data.get("waiting", ())),
+            int(data.get("semantics", 0)),
         )
 
     @classmethod
@@ -124,19 +147,17 @@ class Frontier:
 
 
 def plan(workflow: Workflow, frontier: Frontier) -> tuple[Task, ...]:
-    """The tasks of the superstep ``frontier`` starts, in merge order."""
+    """The tasks of the superstep ``frontier`` starts, in merge order: the nodes by name,
+    then the Sends in the order they were sent (LangGraph's task paths)."""
     single = frontier.single
     if single is not None:
         return (Task(single, single),)
-    order = workflow.order
-    tasks = [Task(n, n) for n in frontier.nodes if n != END]
+    tasks = [Task(n, n) for n in sorted(frontier.nodes) if n != END]
     sent: dict[str, int] = {}
     for send in frontier.sends:
         i = sent.get(send.node, 0)
         sent[send.node] = i + 1
         tasks.append(Task(f"{send.node}[{i}]", send.node, send.payload))
-    # Stable: a node's plain task first, then its Sends in the order they were sent.
-    tasks.sort(key=lambda t: (order.get(t.node, len(order)), t.payload is not None))
     return tuple(tasks)
 
 
@@ -203,11 +224,14 @@ def advance(
     waiting: Sequence[tuple[int, tuple[str, ...]]] = (),
     *,
     run_id: str = "?",
+    views: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[Frontier, dict[str, list[str]]]:
-    """The frontier after ``tasks`` ran and their deltas merged into ``state``.
+    """The frontier after ``tasks`` ran.
 
-    Routers see the merged state of the whole superstep. ``waiting`` is the finished
-    superstep's frontier's join arrivals. Also returns where each task led (by task id:
+    Each task's router reads ``views[task.id]``: the superstep's start plus that task's
+    own writes (LangGraph's view); ``state`` when no view is given (a superstep of one
+    task, whose view is the merged state). ``waiting`` is the finished superstep's
+    frontier's join arrivals. Also returns where each task led (by task id:
     nodes, ``END``, the node of each Send, a join's target once it fires) — the edges a
     diagram counts as traversed.
     """
@@ -217,7 +241,8 @@ def advance(
     arrived = {j: set(a) for j, a in waiting}
     joined: dict[int, list[str]] = {}
     for task in tasks:
-        nodes, sent = follow(workflow, task.node, state, run_id=run_id)
+        view = state if views is None else views[task.id]
+        nodes, sent = follow(workflow, task.node, view, run_id=run_id)
         triggered.update(nodes)
         sends += sent
         leads[task.id] = [*nodes, *(s.node for s in sent)]
@@ -233,10 +258,54 @@ def advance(
             for task_id in joined.get(j, ()):
                 leads[task_id].append(join.target)
     triggered.discard(END)
-    order = workflow.order
     frontier = Frontier(
-        tuple(sorted(triggered, key=lambda n: order.get(n, len(order)))),
+        tuple(sorted(triggered)),
         tuple(sends),
-        tuple((j, tuple(sorted(a, key=order.__getitem__))) for j, a in sorted(arrived.items())),
+        tuple((j, tuple(sorted(a))) for j, a in sorted(arrived.items())),
     )
     return frontier, leads
+
+
+def supersteps_allowed(limit: int | None, first: bool) -> int | None:
+    """How many supersteps one invocation may run and still end or pause, for
+    ``recursion_limit=limit`` counted as LangGraph counts it: the input takes two of a
+    run's ``first`` invocation's steps (``limit - 1``); a resumed one starts past the
+    checkpoint's (``limit + 1``). ``None``: no such limit.
+
+    Example:
+        >>> supersteps_allowed(5, first=True), supersteps_allowed(5, first=False)
+        (4, 6)
+    """
+    if limit is None:
+        return None
+    return limit - 1 if first else limit + 1
+
+
+def legacy_frontier(
+    workflow: Workflow, frontier: Frontier, state: dict[str, Any], run_id: str, step: int
+) -> Frontier:
+    """A frontier stored before LangGraph's semantics (``semantics == 0``), migrated, or
+    refused when its meaning changed.
+
+    One plain task means the same under both. One Send task laid its payload over the
+    state: its whole input is now that, so its meaning is kept. Several plain tasks mean
+    the same when their declaration order is their name order and none has a router
+    (which read the merged state then). Other parallel supersteps (Sends among several
+    tasks, another order, a router) have no migration that keeps their meaning, so the
+    run is refused rather than continued to another answer.
+
+    Raises:
+        LegacySuperstep: the superstep's meaning changed.
+    """
+    tasks = plan(workflow, frontier)
+    if len(tasks) > 1:
+        order = workflow.order
+        declared = sorted(tasks, key=lambda t: (order.get(t.node, len(order)), t.id))
+        if (
+            frontier.sends
+            or declared != list(tasks)
+            or any(t.node in workflow.branches for t in tasks)
+        ):
+            raise LegacySuperstep(run_id, step, [t.id for t in tasks])
+    sends = tuple(Send(s.node, {**state, **s.payload}) for s in frontier.sends)
+    return Frontier(frontier.nodes, sends, frontier.waiting)

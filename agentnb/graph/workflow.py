@@ -17,7 +17,7 @@ from agentnb._listeners import Listeners
 from agentnb.errors import AgentnbError, DefinitionError, RoutingError
 from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
-from agentnb.graph.state import Reducer, append
+from agentnb.graph.state import Reducer, append, apply_delta, json_copy
 from agentnb.identity import Identity, IdentityProvider, check_provider, vouched
 from agentnb.store.base import Checkpointer, check_decision
 from agentnb.store.policy import ApproverPolicy, PolicyCheck
@@ -47,8 +47,22 @@ class Workflow(Drawable):
         max_concurrency: int = 16,
         keep_streams: bool = True,
         identity: IdentityProvider | None = None,
+        recursion_limit: int | None = None,
     ) -> None:
         self._identity = check_provider(identity, "compile()")
+        if recursion_limit is not None and (
+            not isinstance(recursion_limit, int)
+            or isinstance(recursion_limit, bool)
+            or recursion_limit < 1
+        ):
+            raise DefinitionError(
+                f"recursion_limit must be a positive int or None, not {recursion_limit!r}",
+                culprit="recursion_limit",
+                fix="Pass LangGraph's recursion_limit, e.g. recursion_limit=25, or leave it "
+                "out to bound runs by max_steps only.",
+            )
+        self.recursion_limit = recursion_limit
+        """LangGraph's per-invocation superstep budget (see ``StateGraph.compile``)."""
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
             raise DefinitionError(
                 f"max_steps must be a positive int, not {max_steps!r}",
@@ -85,6 +99,8 @@ class Workflow(Drawable):
             key: check for key, (_, check) in graph.policies.items() if check is not None
         }
         self.reducers: Mapping[str, Reducer] = dict(graph.reducers)
+        self.defaults: Mapping[str, Any] = dict(getattr(graph, "defaults", {}))
+        """Each schema reducer key's value before it is written: a run's first state."""
         self.max_steps = max_steps
         self.max_concurrency = max_concurrency
         self.keep_streams = bool(keep_streams)
@@ -251,7 +267,26 @@ class Workflow(Drawable):
         """
         from agentnb.graph.run import Run
 
-        return Run._create(self, dict(state or {}), run_id)
+        return Run._create(self, self.first_state(state), run_id)
+
+    def first_state(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A run's first state, as LangGraph makes it: each schema reducer key at its
+        default (``[]``, ``0``), then ``given`` merged in through the reducers (a custom
+        reducer sees ``default, given``); a key with no default takes its given value as
+        it is (a LangGraph channel's first value).
+
+        Raises:
+            InvalidState: ``given`` is not JSON (named by its key path).
+        """
+        from agentnb._json import check
+
+        given = dict(given or {})
+        check(given, root="state")
+        if not self.defaults:
+            return given
+        start = {key: json_copy(value) for key, value in self.defaults.items()}
+        reduced = {k: v for k, v in given.items() if k in start}
+        return {**given, **apply_delta(start, reduced, self.reducers)}
 
     def submit(self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Run:
         """Queue a run for a :class:`~agentnb.Worker`; nothing executes in the caller.
@@ -274,7 +309,7 @@ class Workflow(Drawable):
         """
         from agentnb.graph.run import Run
 
-        return Run._create(self, dict(state or {}), run_id, status=Status.QUEUED)
+        return Run._create(self, self.first_state(state), run_id, status=Status.QUEUED)
 
     def attach(self, run_id: str) -> Run:
         """Re-attach to an existing run (after a restart, or from another kernel).

@@ -42,15 +42,6 @@ def test_a_valid_graph_compiles_with_start_and_end_pseudo_nodes() -> None:
         (lambda g: g.add_interrupt_before("ghost"), "ghost", "does not exist"),
         (lambda g: g.add_interrupt_after("ghost"), "ghost", "does not exist"),
         (lambda g: g.add_node("b", noop), "b", "cannot be reached"),
-        (
-            lambda g: (
-                g.add_node("b", noop)
-                .add_edge("a", "b")
-                .add_conditional_edge("a", lambda s: "b", ["b"])
-            ),
-            "a",
-            "both a plain edge",
-        ),
     ],
 )
 def test_structural_mistakes_are_reported_at_compile_time(
@@ -256,3 +247,12 @@ def test_an_async_approver_policy_is_refused_at_once() -> None:
 
     with pytest.raises(DefinitionError, match="is async"):
         graph("a").add_interrupt_before("a", approvers=policy)
+
+
+def test_a_plain_and_a_conditional_edge_from_one_node_both_apply_as_in_langgraph() -> None:
+    g = graph("a", "b", "c", "d").set_entry_point("a")
+    g.add_edge("a", "b").add_conditional_edge("a", lambda s: "c", ["c", "d"])
+    run = g.compile().invoke({})
+    assert run.status == "completed"
+    started = [e.node for e in run.events if e.type == "node_start"]
+    assert started == ["a", "b", "c"]

@@ -109,8 +109,8 @@ def test_nodes_of_a_superstep_and_send_tasks_cannot_change_each_others_input(
     g.add_conditional_edge(
         "split",
         lambda s: (
-            [Send("work", {"item": i}) for i in range(3)]
-            + [Send("async_work", {"item": 10 + i}) for i in range(3)]
+            [Send("work", {**s, "item": i}) for i in range(3)]  # a Send's whole input
+            + [Send("async_work", {**s, "item": 10 + i}) for i in range(3)]
         ),
         ["work", "async_work"],
     )

@@ -25,17 +25,18 @@ def graph(*names: str) -> StateGraph:
 
 
 def fan_out() -> Workflow:
-    # Declared c before b: the merge order follows declaration, not edge order.
+    # Declared c before b: the merge order is by name (LangGraph's task paths), not by
+    # declaration or edge order.
     g = graph("a", "c", "b", "d")
     g.add_edge("a", "b").add_edge("a", "c").add_edge(["b", "c"], "d")
     return g.compile()
 
 
-def test_a_fan_out_plans_every_target_in_declaration_order() -> None:
+def test_a_fan_out_plans_every_target_by_name() -> None:
     wf = fan_out()
     frontier, leads = advance(wf, plan(wf, Frontier(("a",))), {})
-    assert frontier == Frontier(("c", "b"))
-    assert [t.id for t in plan(wf, frontier)] == ["c", "b"]
+    assert frontier == Frontier(("b", "c"))
+    assert [t.id for t in plan(wf, frontier)] == ["b", "c"]
     assert leads == {"a": ["b", "c"]}
 
 
@@ -49,7 +50,7 @@ def test_a_join_fires_once_all_its_sources_ran_even_across_supersteps() -> None:
     assert leads == {"c": ["d"]}
     together, leads = advance(wf, plan(wf, Frontier(("c", "b"))), {})
     assert together == Frontier(("d",))
-    assert leads == {"c": ["d"], "b": ["d"]}
+    assert leads == {"b": ["d"], "c": ["d"]}
 
 
 def test_a_node_reached_by_several_branches_is_planned_once() -> None:
@@ -88,7 +89,7 @@ def test_a_send_to_an_undeclared_node_or_with_a_bad_payload_is_a_routing_error()
         advance(wf, (Task("a", "a"),), {"send": Send("c", {})})
     with pytest.raises(RoutingError, match="payload"):
         advance(wf, (Task("a", "a"),), {"send": Send("b", {"x": {1, 2}})})
-    with pytest.raises(AgentnbError, match="payload is a dict"):
+    with pytest.raises(AgentnbError, match="payload is the task's input, a dict"):
         Send("b", [1, 2])  # type: ignore[arg-type]
 
 
