@@ -98,8 +98,11 @@ def version(db: sqlite3.Connection) -> int:
 
 def migrate(db: sqlite3.Connection, path: str) -> None:
     """Bring the database at ``path`` (open as ``db``) to :data:`LATEST`."""
-    if version(db) == LATEST:
+    found = version(db)
+    if found == LATEST:
         return
+    if found > LATEST:  # refused before asking for the write lock: a read-only file too
+        raise SchemaVersionError(path, found, LATEST)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute(
@@ -117,6 +120,7 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
                 STEPS[name](db)
             db.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite may have rolled back already (a full disk)
+            db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")

@@ -79,7 +79,10 @@ def masked(dsn: str) -> str:
     """``dsn`` without its password, for messages and ``repr``."""
     if "://" not in dsn:
         return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
-    parts = urlsplit(dsn)
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:  # not a URL it can split (``postgresql://u@[bad/db``): mask by hand
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
     if parts.password is None:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
