@@ -160,9 +160,9 @@ class Session:
                 connect_timeout=max(1, round(self.connect_timeout)),
                 application_name=self.name,
             )
-        except pg.ProgrammingError as exc:  # a malformed DSN
+        except pg.ProgrammingError as exc:  # a malformed DSN, which libpq may quote
             fact, fix = _why(exc, malformed=True)
-            raise StoreUnavailable(self.where, fact, fix) from None
+            raise StoreUnavailable(self.where, fact.replace(self.dsn, self.where), fix) from None
         except pg.OperationalError as exc:
             fact, fix = _why(exc)
             raise StoreUnavailable(self.where, fact, fix) from None
