@@ -138,7 +138,10 @@ def failure(path: str, error: sqlite3.Error, doing: str, note: str = "") -> Stor
             "file from a backup (`sqlite3 FILE .recover` may salvage its rows into a new "
             "database); agentnb will not change it."
         )
-    elif primary == sqlite3.SQLITE_FULL:
+    elif primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _no_space(path)):
+        # SQLite says "disk I/O error" when a full disk stops it making its -shm file.
+        if primary != sqlite3.SQLITE_FULL:
+            reason = f"{reason} (the disk holding it has no space left)"
         kind = StoreFull
         fix = "Free space on the disk holding it (or delete old runs: agentnb prune), then retry."
     elif primary == sqlite3.SQLITE_IOERR:
@@ -169,6 +172,15 @@ def failure(path: str, error: sqlite3.Error, doing: str, note: str = "") -> Stor
     else:
         return None
     return kind(path, doing, reason, f"{fix} {note}".rstrip())
+
+
+def _no_space(path: str) -> bool:
+    """Whether the file system holding ``path`` has no block left for this process."""
+    try:
+        disk = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError):
+        return False
+    return disk.f_bavail == 0
 
 
 def _unopenable(path: str) -> str:

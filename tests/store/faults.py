@@ -14,9 +14,10 @@ event. Run as a script, this module is the process that meets the fault:
     python faults.py cli ARGS...
         drops root's privileges, then runs the ``agentnb`` command in this process
         (this interpreter's files may be unreadable to nobody once it has dropped them).
-    python faults.py fullcli DIR ARGS...
+    python faults.py fullcli DIR held|alone ARGS...
         prepares a database in DIR (a tmpfs, as for ``full``), fills the disk, then runs
-        the ``agentnb`` command, ``{db}`` and ``{pending}`` in ARGS filled in.
+        the ``agentnb`` command, ``{db}`` and ``{pending}`` in ARGS filled in: while
+        another connection holds the file open (``held``: its -shm is made), or alone.
 
 Each prints one JSON line: what every call did, ``["ok", value]`` or ``[type, message]``.
 """
@@ -230,14 +231,17 @@ def cli(argv: list[str]) -> int:
     return main(argv)
 
 
-def full_cli(folder: str, argv: list[str]) -> dict[str, Any]:
+def full_cli(folder: str, held: str, argv: list[str]) -> dict[str, Any]:
     from agentnb.cli import main
 
     path = os.path.join(folder, "runs.sqlite3")
+    filler = os.path.join(folder, "filler")
     ids = prepare(path)
-    fill_disk(path, os.path.join(folder, "filler"))
     before = dump(path)
-    code = main([a.format(db=path, **ids) for a in argv])
+    with SqliteCheckpointer(path) if held == "held" else open(os.devnull):
+        fill_disk(path, filler)
+        code = main([a.format(db=path, **ids) for a in argv])
+        os.remove(filler)  # (without its -shm, not even a dump reads a full disk's file)
     return {"code": code, "unchanged": dump(path) == before}
 
 
@@ -246,7 +250,7 @@ if __name__ == "__main__":
     if command == "cli":
         sys.exit(cli(args))
     if command == "fullcli":
-        print(json.dumps(full_cli(args[0], args[1:])))
+        print(json.dumps(full_cli(args[0], args[1], args[2:])))
         sys.exit(0)
     verdict = readonly(*args) if command == "readonly" else full(*args)
     print(json.dumps(verdict))

@@ -23,7 +23,6 @@ from agentnb import SqliteCheckpointer
 from agentnb.errors import StoreFileError
 from tests.store.faults import attempt, dump, prepare, probe, tmpfs, verdict
 
-FAULTS = Path(__file__).with_name("faults.py")
 READS = ("list_runs", "get_run", "checkpoint", "events", "machine_read")
 WRITES = ("decide", "step", "start", "machine_send")
 TOUCHES = {
