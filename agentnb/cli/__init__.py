@@ -22,7 +22,7 @@ from agentnb.cli._course import cmd_check, cmd_demo
 from agentnb.cli._decisions import cmd_decide, cmd_respond
 from agentnb.cli._definitions import cmd_draw, cmd_validate
 from agentnb.cli._exits import REFUSED, USAGE, UsageError
-from agentnb.cli._parser import command_line
+from agentnb.cli._parser import check_text, command_line
 from agentnb.cli._runs import cmd_prune, cmd_runs, cmd_show
 from agentnb.cli._worker import cmd_worker
 from agentnb.errors import AgentnbError, DecisionError, RunError, StoreError
@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except SystemExit as exc:  # argparse already printed the usage message
         return int(exc.code or 0)
     try:
+        check_text(args)
         return COMMANDS[args.command](args, out)
     except UsageError as exc:
         sys.stderr.write(f"agentnb {args.command}: {exc}\n")

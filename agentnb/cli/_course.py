@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
-from agentnb.cli._exits import OK, REFUSED, UsageError
+from agentnb.cli._exits import OK, REFUSED, UsageError, existing_file, json_arg
+from agentnb.cli._stores import shown
 from agentnb.cli._text import print_event
 from agentnb.errors import DecisionError
 from agentnb.store.records import Event
@@ -33,7 +32,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.db or os.path.join(tmp, "checkpoints.sqlite3")
         refunds: list[Any] = []
-        say(f"agentnb demo — a refund that needs a human's approval (database: {path})\n")
+        say(f"agentnb demo — a refund that needs a human's approval (database: {shown(path)})\n")
         say("1. A worker starts a run for a refund of 1000 (above the 500 threshold):")
         store = SqliteCheckpointer(path)
         workflow = build_refund_workflow(store, refunds)
@@ -87,7 +86,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         store.close()
         say(f"\nSimulated refunds: {refunds}")
         if args.db:
-            say(f"Inspect it: agentnb runs --db {path}")
+            say(f"Inspect it: agentnb runs --db {shown(path)}")
     return OK
 
 
@@ -100,14 +99,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         return OK
     if not args.exercise or not args.db:
         raise UsageError("name an exercise and a database: agentnb check 02.1 --db FILE")
-    try:
-        answer = None if args.answer is None else json.loads(args.answer)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"--answer is not JSON ({exc.msg}); quote it: --answer '{{...}}'"
-        ) from None
-    if not Path(args.db).is_file():
-        raise UsageError(f"no database at {args.db!r}")
+    answer = None if args.answer is None else json_arg("--answer", args.answer)
+    existing_file("--db", args.db, f"no database at {args.db!r}")
     result = grade(args.exercise, db=args.db, answer=answer)
     out.write(f"{result}\n")
     return OK if result.passed else REFUSED

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any, TextIO
 
-from agentnb.cli._exits import OK, UsageError
+from agentnb.cli._exits import OK, UsageError, json_arg
 from agentnb.cli._stores import open_existing
 from agentnb.cli._text import decider, describe_status, short
 from agentnb.store.base import Checkpointer
@@ -51,13 +50,6 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
-def json_arg(flag: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{flag} is not JSON ({exc.msg}); quote it: {flag} '{{...}}'") from None
-
-
 def workflow_of(target: str, store: Checkpointer) -> Any:
     """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
     from agentnb.graph import StateGraph, Workflow
@@ -76,12 +68,7 @@ def workflow_of(target: str, store: Checkpointer) -> Any:
 def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.graph.questions import respond
 
-    try:
-        value = json.loads(args.value)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"--value is not JSON ({exc.msg}); a string is quoted twice: --value '\"yes\"'"
-        ) from None
+    value = json_arg("--value", args.value, "'\"yes\"' (a string is quoted twice)")
     with open_existing(args.db) as store:
         record = respond(
             store,

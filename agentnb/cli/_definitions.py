@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from agentnb.cli._exits import OK, REFUSED, UsageError
+from agentnb.cli._exits import OK, REFUSED, existing_file
 
 __all__ = ["cmd_draw", "cmd_validate"]
 
@@ -15,9 +15,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.fsm.loader import validate_file
     from agentnb.graph.loader import definition_file_kind, validate_workflow_file
 
+    existing_file("file", args.file, f"no file at {args.file!r}")
     path = Path(args.file)
-    if not path.is_file():
-        raise UsageError(f"no file at {args.file!r}")
     workflow = definition_file_kind(path) == "workflow"
     problems = validate_workflow_file(path) if workflow else validate_file(path)
     if not problems:

@@ -5,9 +5,25 @@ from __future__ import annotations
 import argparse
 
 from agentnb import __version__
+from agentnb.cli._exits import text_arg
 from agentnb.cli._stores import DB_HELP
 
-__all__ = ["command_line"]
+__all__ = ["check_text", "command_line"]
+
+PATHS = frozenset({"db", "file", "output", "target"})
+"""The arguments that name files: a file name may be any bytes (checked when it is opened)."""
+NAMES = {"approver": "--as", "run": "the run id", "exercise": "the exercise id"}
+
+
+def check_text(args: argparse.Namespace) -> None:
+    """Refuse any argument but a path that is not UTF-8 text (:func:`text_arg`), before
+    a command touches a database."""
+    for dest, value in vars(args).items():
+        if dest in PATHS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                text_arg(NAMES.get(dest, "--" + dest.replace("_", "-")), item)
 
 
 def command_line() -> argparse.ArgumentParser:

@@ -183,9 +183,15 @@ def cmd_prune(args: argparse.Namespace, out: TextIO) -> int:
     age = parse_duration(args.older_than)
     statuses = ", ".join(str(s) for s in prunable_statuses(args.status))
     before = time.time() - age
+    try:
+        when = dt.datetime.fromtimestamp(before, dt.UTC).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        raise UsageError(
+            f"--older-than {args.older_than!r} reaches back before the first year a date can "
+            "name: no run is that old; give a shorter age"
+        ) from None
     with open_existing(args.db) as store:
         pruned = store.prune(before=before, status=args.status, include_audit=args.include_audit)
-    when = dt.datetime.fromtimestamp(before, dt.UTC).isoformat(timespec="seconds")
     if not pruned.runs:
         out.write(f"no runs ({statuses}) ended before {when}; nothing deleted\n")
         return OK

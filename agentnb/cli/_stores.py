@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from agentnb.cli._exits import UsageError
+from agentnb.cli._exits import existing_file
 from agentnb.store.base import Checkpointer
 from agentnb.store.sqlite import SqliteCheckpointer
 
@@ -25,20 +23,22 @@ def open_store(db: str, *, connections: int = 1) -> Checkpointer:
 
 
 def shown(db: str) -> str:
-    """``--db`` as it may be printed: a PostgreSQL URL without its password."""
+    """``--db`` as it may be printed: a PostgreSQL URL without its password; a file name's
+    bytes that are not UTF-8 escaped (``\\xff``)."""
     if db.startswith(POSTGRES_SCHEMES):
         from agentnb.store.postgres_session import masked
 
         return masked(db)
-    return db
+    return db.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def open_existing(path: str) -> Checkpointer:
     if path.startswith(POSTGRES_SCHEMES):
         return open_store(path)
-    if not Path(path).is_file():
-        raise UsageError(
-            f"no database at {path!r} (check --db; runs are saved where the "
-            "workflow's SqliteCheckpointer points)"
-        )
+    existing_file(
+        "--db",
+        path,
+        f"no database at {path!r} (check --db; runs are saved where the "
+        "workflow's SqliteCheckpointer points)",
+    )
     return SqliteCheckpointer(path)

@@ -41,6 +41,10 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── TransitionNotAllowed       a state machine got an event it does not accept now
     ├── InstanceNotFound           no state-machine instance with that id in this store
     ├── StoreError                 the checkpoint database cannot be used
+    │   ├── StoreFileError         the SQLite file cannot be opened, read or written (I/O, lock)
+    │   │   ├── StoreReadOnly      this process may not write the file or its directory
+    │   │   ├── StoreCorrupt       the file is damaged or not a database: restore a backup
+    │   │   └── StoreFull          the disk is full: nothing was saved, free space and retry
     │   ├── SchemaVersionError     the database was written by a newer agentnb
     │   ├── StoreUnavailable       the database server cannot be reached or refused the login
     │   ├── InstanceConflict       another writer moved a machine instance on first
@@ -103,7 +107,11 @@ from agentnb.errors._store import (
     InstanceConflict,
     InvalidRetention,
     SchemaVersionError,
+    StoreCorrupt,
     StoreError,
+    StoreFileError,
+    StoreFull,
+    StoreReadOnly,
     StoreUnavailable,
 )
 from agentnb.errors._teaching import ExerciseFailed, UnknownExercise
@@ -148,7 +156,11 @@ __all__ = [
     "StaleApproval",
     "StepBudgetExhausted",
     "StepNotCommitted",
+    "StoreCorrupt",
     "StoreError",
+    "StoreFileError",
+    "StoreFull",
+    "StoreReadOnly",
     "StoreUnavailable",
     "TaskNotNamed",
     "TransitionNotAllowed",

@@ -1,4 +1,4 @@
-"""Errors of the checkpoint store: its version, its server, a lost race, retention."""
+"""Errors of the checkpoint store: its file, its version, its server, a lost race, retention."""
 
 from __future__ import annotations
 
@@ -7,6 +7,44 @@ from agentnb.errors._root import AgentnbError
 
 class StoreError(AgentnbError):
     """The checkpoint store cannot be used (closed, corrupt, unreachable)."""
+
+
+class StoreFileError(StoreError):
+    """The SQLite file could not be opened, read or written: what the file system or SQLite
+    said, and what to do. A write that fails this way is rolled back: nothing of it is saved
+    unless the message says its outcome is unknown (an I/O error during its commit).
+
+    Its subclasses say what the caller does next: :class:`StoreReadOnly` (get write
+    permission, or open a copy), :class:`StoreCorrupt` (restore a backup), :class:`StoreFull`
+    (free space, then retry). This class itself: an I/O error, a lock held past the timeout,
+    a file that cannot be opened.
+
+    Attributes:
+        path: the database file.
+        doing: what failed: ``"open"``, ``"read"``, ``"write to"``.
+        reason: what SQLite (or the operating system) said.
+        fix: what to do.
+    """
+
+    def __init__(self, path: str, doing: str, reason: str, fix: str) -> None:
+        self.path = path
+        self.doing = doing
+        self.reason = reason
+        self.fix = fix
+        super().__init__(f"cannot {doing} {path}: {reason}. {fix}")
+
+
+class StoreReadOnly(StoreFileError):
+    """This process may not write the database file or the directory holding it."""
+
+
+class StoreCorrupt(StoreFileError):
+    """The file is damaged, or is not a SQLite database: restore it from a backup."""
+
+
+class StoreFull(StoreFileError):
+    """The disk (or the quota) holding the database is full: nothing of the write was
+    saved; free space and retry."""
 
 
 class SchemaVersionError(StoreError):

@@ -216,6 +216,15 @@ def load_definition(path: str | os.PathLike[str]) -> StateMachine | StateGraph:
     return load_machine(Path(path), registry=registry)
 
 
+def _is_file(path: str) -> bool:
+    """Whether ``path`` names a file; the operating system's refusal (a name too long) is
+    the user's mistake, said in one line."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError) as exc:
+        raise _UserError(f"{path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def cli_draw(
     target: str,
     output: str,
@@ -248,7 +257,7 @@ def cli_draw(
             except RenderError as exc:
                 raise _UserError(str(exc)) from None
         is_file = target.lower().endswith(DEFINITION_SUFFIXES)
-        if is_file and not Path(target).is_file():
+        if is_file and not _is_file(target):
             raise _UserError(f"no definition file {target!r}")
         obj = None if is_file else _import_target(target)
     except _UserError as exc:

@@ -117,6 +117,7 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
                 STEPS[name](db)
             db.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite may have rolled back already (a full disk)
+            db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")

@@ -79,7 +79,10 @@ def masked(dsn: str) -> str:
     """``dsn`` without its password, for messages and ``repr``."""
     if "://" not in dsn:
         return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
-    parts = urlsplit(dsn)
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:  # not a URL it can split (``postgresql://u@[bad/db``): mask by hand
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
     if parts.password is None:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
@@ -157,9 +160,9 @@ class Session:
                 connect_timeout=max(1, round(self.connect_timeout)),
                 application_name=self.name,
             )
-        except pg.ProgrammingError as exc:  # a malformed DSN
+        except pg.ProgrammingError as exc:  # a malformed DSN, which libpq may quote
             fact, fix = _why(exc, malformed=True)
-            raise StoreUnavailable(self.where, fact, fix) from None
+            raise StoreUnavailable(self.where, fact.replace(self.dsn, self.where), fix) from None
         except pg.OperationalError as exc:
             fact, fix = _why(exc)
             raise StoreUnavailable(self.where, fact, fix) from None

@@ -11,6 +11,7 @@ transactions:
   the level decisions and effects need whatever the level for steps;
 * ``_write_run(run_id)`` — one write transaction for that run (retention's);
 * ``_snapshot()`` — a read transaction whose statements see one moment;
+* ``_reading()`` — the connection under its lock, for the statements of one read;
 * ``_read(sql, params)`` — one query, its rows;
 * ``_reclaiming()`` — around a deletion, the space given back (SQLite) or nothing;
 * ``_lock``, ``_db``, ``_check_open()``, ``path`` — the connection under its lock.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -66,6 +67,13 @@ if TYPE_CHECKING:
 __all__ = ["SqlCheckpointer"]
 
 
+@contextlib.contextmanager
+def _locked(store: SqlCheckpointer) -> Iterator[sqlite3.Connection]:
+    with store._lock:
+        store._check_open()
+        yield store._db
+
+
 class SqlCheckpointer(Checkpointer):
     """The contract on a SQL database; :class:`~agentnb.store.sqlite.SqliteCheckpointer`
     and :class:`~agentnb.store.postgres.PostgresCheckpointer` are its backends."""
@@ -99,6 +107,10 @@ class SqlCheckpointer(Checkpointer):
     def _snapshot(self) -> AbstractContextManager[sqlite3.Connection]:
         raise NotImplementedError
 
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection under its lock (SQLite: its errors typed on the way out)."""
+        return _locked(self)
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
 
@@ -128,17 +140,15 @@ class SqlCheckpointer(Checkpointer):
             )
 
     def run_policy(self, run_id: str) -> RunPolicy:
-        with self._lock:
-            self._check_open()
-            return sql_decisions.run_policy(self._db, run_id)
+        with self._reading() as db:
+            return sql_decisions.run_policy(db, run_id)
 
     def _get(self, db: sqlite3.Connection, run_id: str) -> RunRecord:
         return sql_decisions.get_run(db, run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
-        with self._lock:
-            self._check_open()
-            return self._get(self._db, run_id)
+        with self._reading() as db:
+            return self._get(db, run_id)
 
     def list_runs(self, status: Status | str | None = None) -> list[RunRecord]:
         if status is None:
@@ -287,27 +297,23 @@ class SqlCheckpointer(Checkpointer):
     # -- reading -------------------------------------------------------------------------
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
-        with self._lock:
-            self._check_open()
-            with self._snapshot() as db:  # the chain and its bodies, read as of one moment
-                found = sql_checkpoints.checkpoint(db, run_id, step)
+        with self._snapshot() as db:  # the chain and its bodies, read as of one moment
+            found = sql_checkpoints.checkpoint(db, run_id, step)
         if found is None:
             self.get_run(run_id)  # RunNotFound if the run itself is missing
             raise StoreError(f"run {run_id!r} has no checkpoint at step {step}")
         return found
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        with self._lock:
-            self._check_open()
-            found = sql_checkpoints.checkpoints(self._db, run_id)
+        with self._reading() as db:
+            found = sql_checkpoints.checkpoints(db, run_id)
         if not found:
             self.get_run(run_id)
         return found
 
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
-        with self._lock:
-            self._check_open()
-            cursor = self._db.execute(
+        with self._reading() as db:
+            cursor = db.execute(
                 "SELECT events FROM entries WHERE run_id = ? AND seq > ? ORDER BY seq",
                 (run_id, after),
             )
@@ -364,9 +370,8 @@ class SqlCheckpointer(Checkpointer):
 
     def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
         # One scan of the run's primary-key range, its small columns only (0012).
-        with self._lock:
-            self._check_open()
-            found = sql_checkpoints.infos(self._db, run_id, open_ended=self.dialect.open_listing)
+        with self._reading() as db:
+            found = sql_checkpoints.infos(db, run_id, open_ended=self.dialect.open_listing)
         if not found:
             self.get_run(run_id)
         return found

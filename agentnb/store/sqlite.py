@@ -39,19 +39,34 @@ server's clock.
 
 The schema is versioned in a ``schema_version`` table; numbered migrations in
 ``migrations/sqlite_NNNN_*.sql`` are applied on open, and a newer database is refused.
+
+What the file system or SQLite refuses — a file this process may not write, a damaged page,
+a full disk, an I/O error, a lock held past the timeout — is a typed
+:class:`~agentnb.errors.StoreFileError` (:class:`~agentnb.errors.StoreReadOnly`,
+:class:`~agentnb.errors.StoreCorrupt`, :class:`~agentnb.errors.StoreFull`) naming the file
+and what to do, never a raw ``sqlite3`` error. It is translated in the few doors every
+statement passes through: the open, a write's transaction (:class:`_Transaction`), a read
+under the lock (:class:`_Reading`) and the one-statement step. A failed write is rolled back.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from agentnb.errors import StoreError
+from agentnb.errors import (
+    StoreCorrupt,
+    StoreError,
+    StoreFileError,
+    StoreFull,
+    StoreReadOnly,
+)
 from agentnb.identity import IdentityProvider, check_provider
 from agentnb.store import sql_claims, sql_steps
 from agentnb.store.dialect import Dialect
@@ -84,6 +99,110 @@ WAL_LIMIT = 8 * 2**20
 WAL_CHECK_EVERY = 64
 WAL_WAIT_MS = 10
 
+UNSAVED = "Nothing of this write was saved."
+UNKNOWN = (
+    "The write may or may not have been saved: read it back (or retry it, if it is "
+    "idempotent) once the disk is healthy."
+)
+
+
+def failure(path: str, error: sqlite3.Error, doing: str, note: str = "") -> StoreError | None:
+    """The typed error for ``error``, met while ``doing`` (``"open"``, ``"read"``,
+    ``"write to"``) the database at ``path``, its ``note`` (what became of the write) at
+    the end; None for an error of agentnb's own making (a constraint, a misspelt
+    statement), which stays what it is.
+
+    Example:
+        >>> e = sqlite3.OperationalError("database or disk is full")
+        >>> e.sqlite_errorcode = sqlite3.SQLITE_FULL
+        >>> full = failure("runs.sqlite3", e, "write to", UNSAVED)
+        >>> type(full).__name__, full.reason
+        ('StoreFull', 'database or disk is full')
+    """
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    reason = str(error)
+    if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM):
+        kind: type[StoreFileError] = StoreReadOnly
+        fix = (
+            f"This process (uid {os.geteuid()}) may not write it or the directory holding "
+            "it (SQLite keeps its -wal and -shm files beside it): give it write permission "
+            "on both, or work on a copy."
+        )
+    elif primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or (
+        primary is None and type(error) is sqlite3.DatabaseError
+    ):
+        kind = StoreCorrupt
+        fix = (
+            "The file is damaged or is not a SQLite database: check the path, restore the "
+            "file from a backup (`sqlite3 FILE .recover` may salvage its rows into a new "
+            "database); agentnb will not change it."
+        )
+    elif primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _no_space(path)):
+        # SQLite says "disk I/O error" when a full disk stops it making its -shm file.
+        if primary != sqlite3.SQLITE_FULL:
+            reason = f"{reason} (the disk holding it has no space left)"
+        kind = StoreFull
+        fix = "Free space on the disk holding it (or delete old runs: agentnb prune), then retry."
+    elif primary == sqlite3.SQLITE_IOERR:
+        kind, fix = (
+            StoreFileError,
+            "The operating system could not read or write the file: check the disk.",
+        )
+    elif primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        kind = StoreFileError
+        fix = (
+            "Another process held the database for longer than the store's timeout: retry, "
+            "or open the store with a longer timeout."
+        )
+    elif primary == sqlite3.SQLITE_CANTOPEN:
+        why = _unopenable(path)
+        reason = f"{reason} ({why})" if why else reason
+        kind = StoreFileError
+        fix = "Name a database file in an existing directory this process may write."
+    elif primary == sqlite3.SQLITE_PROTOCOL:
+        kind = StoreFileError
+        fix = "File locking failed: keep SQLite files on a local disk, not a network share."
+    elif primary == sqlite3.SQLITE_ERROR and reason.startswith(("no such table", "no such column")):
+        kind = StoreCorrupt
+        fix = (
+            "Its tables do not match its schema version (were they changed by hand?): "
+            "restore the file from a backup."
+        )
+    else:
+        return None
+    return kind(path, doing, reason, f"{fix} {note}".rstrip())
+
+
+def _no_space(path: str) -> bool:
+    """Whether the file system holding ``path`` has no block left for this process."""
+    try:
+        disk = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError):
+        return False
+    return disk.f_bavail == 0
+
+
+def _unopenable(path: str) -> str:
+    """Why the operating system will not let SQLite open ``path``, in its words ('' if it
+    does not say): SQLite itself only says "unable to open database file"."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            return f"there is no directory {parent}"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"this process may not create files in {parent}"
+        return ""
+    except OSError as exc:  # File name too long, Permission denied, ...
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory"
+    if not os.access(path, os.R_OK):
+        return "this process may not read it"
+    return ""
+
 
 class _Transaction:
     """The transaction of :meth:`SqliteCheckpointer._write`, under the store's lock.
@@ -111,10 +230,17 @@ class _Transaction:
                 switched = True
             store._check_open()
             db = store._db
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
             try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"cannot write to {store.path}: {exc}") from exc
+                if switched:
+                    store._db.execute(f"PRAGMA synchronous={store.synchronous}")
+            finally:
+                store._lock.release()
+            typed = failure(store.path, exc, "write to", UNSAVED)
+            if typed is None:
+                raise
+            raise typed from exc
         except BaseException:
             try:
                 if switched:
@@ -124,19 +250,30 @@ class _Transaction:
             raise
         return db
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: object
+    ) -> None:
         store = self.store
         db = store._db
         try:
             if kind is not None:
-                db.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk, an I/O error).
+                if db.in_transaction:
+                    _roll_back(store, db)
+                if isinstance(error, sqlite3.Error):
+                    typed = failure(store.path, error, "write to", UNSAVED)
+                    if typed is not None:
+                        raise typed from error
                 return
             try:
                 db.execute("COMMIT")
-            except sqlite3.Error as exc:  # pragma: no cover - disk full, I/O error
+            except sqlite3.Error as exc:  # a full disk, an I/O error, a damaged page
                 if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {store.path}: {exc}") from exc
+                    _roll_back(store, db)
+                note = UNKNOWN if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_IOERR else UNSAVED
+                raise failure(store.path, exc, "commit to", note) or StoreError(
+                    f"cannot commit to {store.path}: {exc}"
+                ) from exc
             store._wrote()
         finally:
             try:
@@ -144,6 +281,44 @@ class _Transaction:
                     db.execute(f"PRAGMA synchronous={store.synchronous}")
             finally:
                 store._lock.release()
+
+
+def _roll_back(store: SqliteCheckpointer, db: sqlite3.Connection) -> None:
+    try:
+        db.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        typed = failure(store.path, exc, "roll back a write to", UNSAVED)
+        if typed is None:
+            raise
+        raise typed from exc
+
+
+class _Reading:
+    """The store's connection under its lock, for the statements of one read
+    (``with _Reading(store) as db``): a SQLite error on the way out is the typed one
+    (:func:`failure`). A class, for the same reason as :class:`_Transaction`."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: SqliteCheckpointer) -> None:
+        self.store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        store._lock.acquire()
+        if store._closed:
+            store._lock.release()
+            store._check_open()
+        return store._db
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: object
+    ) -> None:
+        self.store._lock.release()
+        if isinstance(error, sqlite3.Error):
+            typed = failure(self.store.path, error, "read")
+            if typed is not None:
+                raise typed from error
 
 
 class SqliteCheckpointer(SqlCheckpointer):
@@ -195,8 +370,14 @@ class SqliteCheckpointer(SqlCheckpointer):
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except ValueError as exc:  # a NUL byte in the name
+            raise StoreFileError(
+                self.path, "open", str(exc), "Name the file without a NUL byte."
+            ) from None
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            raise failure(self.path, exc, "open") or StoreError(
+                f"cannot open {self.path}: {exc}"
+            ) from exc
         try:
             if self._db.execute("PRAGMA page_count").fetchone()[0] == 0:
                 # A new file, before WAL writes its header: incremental auto-vacuum, so
@@ -212,7 +393,9 @@ class SqliteCheckpointer(SqlCheckpointer):
             migrate(self._db, self.path)
         except sqlite3.Error as exc:
             self._db.close()
-            raise StoreError(f"cannot open {self.path} as an agentnb database: {exc}") from exc
+            raise failure(self.path, exc, "open") or StoreError(
+                f"cannot open {self.path} as an agentnb database: {exc}"
+            ) from exc
         except BaseException:
             self._db.close()
             raise
@@ -256,8 +439,12 @@ class SqliteCheckpointer(SqlCheckpointer):
                     self._check_open()
                 try:
                     written = self._db.execute(statement, params).rowcount
-                except sqlite3.OperationalError as exc:
-                    raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+                except sqlite3.Error as exc:  # the statement is its transaction: see COMMIT
+                    io = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_IOERR
+                    typed = failure(self.path, exc, "write to", UNKNOWN if io else UNSAVED)
+                    if typed is None:
+                        raise
+                    raise typed from exc
                 if written:
                     self._wrote()
                     return
@@ -283,31 +470,41 @@ class SqliteCheckpointer(SqlCheckpointer):
         except OSError:  # ":memory:", or no WAL yet
             return
         self._wal_over = size > WAL_LIMIT
-        if self._wal_over:
-            # Busy (another connection is checkpointing, or readers outlasted busy_timeout)
-            # is a result row, not an error: the commit is safe in the WAL either way, and
-            # this connection tries again after its next write until the WAL is truncated.
-            # The checkpoint holds the write lock while it waits for readers: wait briefly.
+        if not self._wal_over:
+            return
+        # Busy (another connection is checkpointing, or readers outlasted busy_timeout)
+        # is a result row, not an error: the commit is safe in the WAL either way, and
+        # this connection tries again after its next write until the WAL is truncated.
+        # The checkpoint holds the write lock while it waits for readers: wait briefly.
+        try:
             self._db.execute(f"PRAGMA busy_timeout={WAL_WAIT_MS}")
             try:
                 (busy, _, _), *_ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             finally:
                 self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
-            self._wal_over = bool(busy)
+        except sqlite3.Error:
+            # The write that got here is committed and must not look failed (an I/O
+            # error): the WAL stays over its limit, and the next write tries again.
+            return
+        self._wal_over = bool(busy)
+
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return _Reading(self)
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: several statements see the file as of one moment (WAL)."""
-        self._db.execute("BEGIN")
-        try:
-            yield self._db
-        finally:
-            self._db.execute("COMMIT")
+        with _Reading(self) as db:
+            db.execute("BEGIN")
+            try:
+                yield db
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            return self._db.execute(sql, params).fetchall()
+        with _Reading(self) as db:
+            return db.execute(sql, params).fetchall()
 
     def close(self) -> None:
         with self._lock:
@@ -319,12 +516,12 @@ class SqliteCheckpointer(SqlCheckpointer):
     def _reclaiming(self) -> Iterator[Callable[[bool], tuple[int, bool]]]:
         """Under the store's lock, around a deletion: ``reclaim(changed)`` gives the freed
         pages back when something was deleted; the bytes freed, and whether it could."""
-        with self._lock:
-            before = _size(self._db)
+        with _Reading(self) as db:
+            before = _size(db)
 
             def reclaim(changed: bool) -> tuple[int, bool]:
-                returned = _return_space(self._db, self.path) if changed else True
-                return max(before - _size(self._db), 0), returned
+                returned = _return_space(db, self.path) if changed else True
+                return max(before - _size(db), 0), returned
 
             yield reclaim
 
@@ -356,5 +553,8 @@ def _return_space(db: sqlite3.Connection, path: str) -> bool:
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             return False
-        raise
+        typed = failure(path, exc, "give the space freed back from")
+        if typed is None:
+            raise
+        raise typed from exc  # the deletion is committed: the next prune tries again
     return True
