@@ -1,13 +1,14 @@
 # Two commands on a fresh Debian/Ubuntu machine with Python 3.11+:
 #   make demo   - set up .venv with the notebook extras and open JupyterLab on notebooks/
 #   make test   - set up .venv with the test tools, then lint, type-check and run the tests
+#   make docs   - (optional) build the documentation site offline into docs/_build/html
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test docs lint unit nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -96,7 +97,12 @@ SOAK ?= --minutes 1
 soak: $(VENV)/.dev
 	$(PY) bench/soak.py $(SOAK)
 
-test: lint unit nbval soak
+# The documentation site, strict: every warning is an error and every cross-reference must
+# resolve (-n). Offline: no intersphinx, notebooks rendered from their committed outputs.
+docs: $(VENV)/.dev
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
+
+test: lint docs unit nbval soak
 
 bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"

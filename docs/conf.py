@@ -53,6 +53,7 @@ autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+napoleon_use_ivar = True  # a dataclass's "Attributes:" are fields, not a second description
 
 # Nitpicky, but intersphinx cannot fetch the standard library's inventory offline: a
 # reference to a stdlib or third-party type is accepted by name.
@@ -67,6 +68,11 @@ nitpick_ignore_regex = [
      r"TimeoutError|OSError|Ellipsis|NotImplemented|callable|optional|Any|Callable|"
      r"Iterator|Iterable|Mapping|Sequence|AsyncIterator|Awaitable|Coroutine|Self|T|P|R|"
      r"NoneType|ExceptionGroup|Generator|AsyncGenerator|MutableMapping|Literal)"),
+    # Internal modules and their types: annotations and docstrings name them, the site
+    # documents the public names they are re-exported as.
+    (r"py:.*", r"agentnb\._.*"),
+    (r"py:.*", r"agentnb\.(graph|store|fsm|render|teach|metrics|cli|widgets)\.[a-z_]+(\..*)?"),
+    (r"py:.*", r"agentnb\.(resilience|identity)(\..*)?"),
 ]
 
 # Each public object is documented once, at its public home: the subpackage pages skip what
@@ -88,6 +94,14 @@ def _skip_reexport(app, what, name, obj, skip, options):  # type: ignore[no-unty
     return None
 
 
+def _plain_summary(app, what, name, obj, options, lines):  # type: ignore[no-untyped-def]
+    # napoleon reads a property's "Summary: more" first line as "type: description"; ours
+    # are sentences (their types are in the annotations), so the colon is not a type's.
+    if what in ("property", "attribute") and lines and ": " in lines[0]:
+        lines[0] = lines[0].replace(": ", " — ", 1)
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("autodoc-process-docstring", _plain_summary, priority=100)
     app.connect("autodoc-process-docstring", _note_module)
     app.connect("autodoc-skip-member", _skip_reexport)
