@@ -16,6 +16,11 @@ sys.path.insert(0, str(HERE / "_ext"))
 
 import agentnb  # noqa: E402
 
+# agentnb imports a few names on first use (PEP 562 __getattr__); autodoc lists a module's
+# members from its namespace, so the build resolves them first.
+for _name in agentnb.__all__:
+    setattr(agentnb, _name, getattr(agentnb, _name))
+
 project = "agentnb"
 author = "agentnb developers"
 copyright = "agentnb developers"  # noqa: A001
@@ -35,7 +40,12 @@ nb_execution_mode = "off"
 nb_merge_streams = True
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header"]  # notebooks start their own numbering of headings
+suppress_warnings = [
+    "myst.header",  # notebooks start their own numbering of headings
+    # An annotation's ``type`` (the builtin) also matches fields named ``type``/``event``;
+    # Sphinx warns that the reference is ambiguous. Unresolved ones still fail the build.
+    "ref.python",
+]
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "README.md"]
@@ -47,7 +57,14 @@ html_theme_options = {"navigation_with_keys": True}
 # Pygments' styles only; furo ships its fonts as the system stack (no web fonts).
 html_show_sourcelink = False
 
-autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
+autodoc_default_options = {
+    "members": True,
+    "undoc-members": False,
+    "show-inheritance": True,
+    # Run's and Checkpointer's methods live in the classes they are built from; a reader
+    # looks for them on the public class. The builtins' own members are left out.
+    "inherited-members": "object,BaseException,Exception,dict,tuple,str,int,Enum,ABC",
+}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"
@@ -71,6 +88,9 @@ nitpick_ignore_regex = [
     # Internal modules and their types: annotations and docstrings name them, the site
     # documents the public names they are re-exported as.
     (r"py:.*", r"agentnb\._.*"),
+    # Type aliases, as annotations name them (StateLike = str | Enum, ...): not classes.
+    (r"py:class", r"(StateLike|IdentityProvider|Reducer|Registry|Format|Direction|Task|"
+     r"Emitted|Checker|Enum|CollectorRegistry|Clock|SqliteMachineStore)"),
     (r"py:.*", r"agentnb\.(graph|store|fsm|render|teach|metrics|cli|widgets)\.[a-z_]+(\..*)?"),
     (r"py:.*", r"agentnb\.(resilience|identity)(\..*)?"),
 ]
@@ -87,7 +107,12 @@ def _note_module(app, what, name, obj, options, lines):  # type: ignore[no-untyp
         _current_module["name"] = name
 
 
+_FOREIGN = ("ipywidgets", "traitlets", "anywidget", "comm")
+
+
 def _skip_reexport(app, what, name, obj, skip, options):  # type: ignore[no-untyped-def]
+    if str(getattr(obj, "__module__", "") or "").startswith(_FOREIGN):
+        return True  # a widget's inherited ipywidgets API is documented by ipywidgets
     module = _current_module["name"]
     if module and module != "agentnb" and what == "module" and _TOP.get(name) is obj:
         return True
