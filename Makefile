@@ -3,13 +3,14 @@
 #   make test   - set up .venv with the test tools, then lint, type-check and run the tests
 #   make check  - the fast inner loop: lint, types and the tests that start no process,
 #                 server, kernel or browser (under 90 s on 2 cores)
+#   make docs   - (optional) build the documentation site offline into docs/_build/html
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test check lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check docs lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -103,7 +104,12 @@ SOAK ?= --minutes 1
 soak: $(VENV)/.dev
 	$(PY) bench/soak.py $(SOAK)
 
-test: lint unit nbval soak
+# The documentation site, strict: every warning is an error and every cross-reference must
+# resolve (-n). Offline: no intersphinx, notebooks rendered from their committed outputs.
+docs: $(VENV)/.dev
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
+
+test: lint docs unit nbval soak
 
 # The fast inner loop (make test is the whole check): lint and types, then the tests marked
 # neither slow (processes, kernels) nor browser, on the in-process backends only: the

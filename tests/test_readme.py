@@ -1,4 +1,8 @@
-"""The README's Python code blocks run, in order, in a fresh directory."""
+"""The README's Python code blocks run, then the guide pages', in order, in a fresh directory.
+
+The guides continue the README's quickstart (its ``store``, ``workflow`` and ``plan``), so they
+run in its namespace, in the order the README held them before they moved to docs/.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,23 @@ from typing import Any
 
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+GUIDES = [
+    ROOT / "docs" / "guides" / name
+    for name in (
+        "approval.md",
+        "workers.md",
+        "observability.md",
+        "durability.md",
+        "workflows.md",
+        "state-machines.md",
+    )
+] + [ROOT / "docs" / "coming-from.md"]
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def python_blocks(page: Path = README) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
 
 
 def test_the_readme_has_runnable_examples_and_shows_both_commands() -> None:
@@ -26,16 +42,17 @@ def test_the_readme_has_runnable_examples_and_shows_both_commands() -> None:
 def test_the_readme_code_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "readme"}
-    for number, block in enumerate(python_blocks(), start=1):
-        code = compile(block, f"README.md block {number}", "exec")
-        exec(code, namespace)
+    for page in [README, *GUIDES]:
+        for number, block in enumerate(python_blocks(page), start=1):
+            code = compile(block, f"{page.relative_to(ROOT)} block {number}", "exec")
+            exec(code, namespace)
     assert namespace["refunds"] == [800, 900, 50]
     assert namespace["run"].status == "completed"
     namespace["store"].close()
 
 
-def test_the_readme_states_plainly_what_happens_when_a_question_is_answered() -> None:
-    text = " ".join(README.read_text().split())
+def test_the_approval_guide_states_plainly_what_happens_when_a_question_is_answered() -> None:
+    text = " ".join((ROOT / "docs" / "guides" / "approval.md").read_text().split())
     assert "What happens on resume, plainly: **the node runs again from its start**" in text
     assert "`ctx.interrupt` then returns the recorded answer" in text
     assert "except what went through `ctx.once`, which returns its recorded result" in text

@@ -24,7 +24,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
-    # Its runs' commits overlap on a few pooled connections (PostgreSQL; docs/postgres.md).
+    # Its runs' commits overlap on a few pooled connections (PostgreSQL; docs/guides/postgres.md).
     with open_store(args.db, connections=min(args.concurrency, WORKER_CONNECTIONS)) as store:
         try:
             loaded = [load_workflow(target, store) for target in args.workflow]

@@ -4,9 +4,10 @@ The state is just the node; an instance's data lives in its *context*, a JSON di
 beside it. Definitions are built in code (:class:`StateMachine`) or loaded from a file
 (:func:`load_machine`, schema in ``machine.schema.json``); both obey the same rules.
 
-Statecharts (:class:`Statechart` with :class:`State`, :class:`Parallel`, :class:`Final`,
-:class:`History`; or :func:`load_scxml`, :func:`load_statechart`, :func:`load_xstate`) run
-with the W3C SCXML semantics; their instances (:class:`ChartInstance`) share the flat
+Statecharts (:class:`~agentnb.Statechart` with :class:`~agentnb.State`,
+:class:`~agentnb.Parallel`, :class:`~agentnb.Final`, :class:`~agentnb.History`; or
+:func:`~agentnb.load_scxml`, :func:`~agentnb.load_statechart`, :func:`~agentnb.load_xstate`)
+run with the W3C SCXML semantics; their instances (:class:`~agentnb.ChartInstance`) share the flat
 instance API and keep delayed events as durable timers in the store.
 
 Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to load files,

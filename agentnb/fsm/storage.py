@@ -39,7 +39,7 @@ class MachineStore(Protocol):
 
         If ``record.event_id`` was already recorded for the instance, change nothing and
         return the earlier record. Otherwise the stored ``seq`` must be ``record.seq - 1``
-        (another writer got there first if not: raise :class:`InstanceConflict`, save
+        (another writer got there first if not: raise :class:`~agentnb.InstanceConflict`, save
         nothing). Timers named in ``timers.cancel`` (by send id) are removed before
         ``timers.add`` are inserted; ``timers.fired`` is removed.
         """

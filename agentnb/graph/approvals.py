@@ -313,9 +313,9 @@ class Approvals(RunHandle):
     ) -> Decision:
         """Async twin of :meth:`decide`.
 
-        The database call runs off the event loop (:meth:`~agentnb.store.base.
-        Checkpointer.offload`): a decision may wait for another process's write (up to the
-        store's busy timeout), and the event loop must not.
+        The database call runs off the event loop
+        (:meth:`~agentnb.Checkpointer.offload`): a decision may wait for another process's
+        write (up to the store's busy timeout), and the event loop must not.
         """
         return await self._store.offload(
             self.decide,

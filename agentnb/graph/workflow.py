@@ -369,9 +369,9 @@ class Workflow(Drawable):
         """Decide a pending run, then (if approved) continue it; yields the events.
 
         The decision is validated at once and recorded when iteration starts (off the
-        event loop, see :meth:`Run.adecide`). An approval covers the paused boundary only:
+        event loop, see :meth:`~agentnb.Run.adecide`). An approval covers the paused boundary only:
         later interrupts pause again. ``task`` and ``update`` are as for
-        :meth:`Run.approve`; the run continues once every held task is decided.
+        :meth:`~agentnb.Run.approve`; the run continues once every held task is decided.
         """
         check_decision(decision, approver)
 

@@ -48,7 +48,7 @@ def mimebundle(
 
     Returns:
         ``{"text/plain": ..., "image/svg+xml": ...}``; without Graphviz only ``text/plain``,
-        ending with :data:`INSTALL_HINT`.
+        ending with ``INSTALL_HINT``.
     """
     diagram = diagram_for(obj, direction=direction)
     text = to_text(diagram)

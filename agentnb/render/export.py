@@ -238,7 +238,7 @@ def cli_draw(
     ``TARGET`` is ``MODULE:ATTR``, where ``ATTR`` is a StateGraph, Workflow, StateMachine,
     machine instance or a function returning one (the module is imported from the current
     directory), or the path of a state-machine definition file (``.json``, ``.yaml``,
-    ``.yml``), drawn without a registry (see :func:`load_definition`). ``OUTPUT`` ``-``
+    ``.yml``), drawn without a registry (see ``load_definition``). ``OUTPUT`` ``-``
     prints the DOT text.
 
     Returns:

@@ -98,7 +98,7 @@ class Node:
     pause_after: bool = False
     description: str | None = None
     cluster: str | None = None
-    """The compound state (a :class:`Cluster` id) drawn around this node, if any."""
+    """The compound state (a ``Cluster`` id) drawn around this node, if any."""
 
     @property
     def kinds(self) -> tuple[str, ...]:

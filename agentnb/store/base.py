@@ -155,13 +155,13 @@ class Checkpointer(Driving):
         ``task`` (it may be left out when only one is pending). The run becomes
         ``approved`` once every held task is; rejecting one rejects the run. An approval
         of a held task may carry an edit of that task's input (``edit.update``): it is
-        kept on the task's row (:attr:`PendingTask.update`), and refused
+        kept on the task's row (``PendingTask.update``), and refused
         (:class:`~agentnb.errors.ConflictingEdit`, audited) when one of its
         ``edit.replaces`` keys is replaced by another held task's accepted edit.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
         it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
-        process vouches for (default: this store's :attr:`identity` provider), the one the
+        process vouches for (default: this store's ``identity`` provider), the one the
         run's approver policy is checked against. ``checks`` are the callable policies of
         the workflow's interrupts, by key, for a process that loaded them.
 
@@ -210,8 +210,8 @@ class Checkpointer(Driving):
     def list_checkpoints(self, run_id: str) -> list[CheckpointInfo]:
         """Every checkpoint's step, node and time, oldest first, without decoding a state.
 
-        :meth:`checkpoint` loads any one of them. Backends answer from an index; this
-        default (for a backend without one) decodes them all.
+        :meth:`~agentnb.Checkpointer.checkpoint` loads any one of them. Backends answer from
+        an index; this default (for a backend without one) decodes them all.
         """
         from agentnb.store.history import CheckpointInfo
 

@@ -418,13 +418,13 @@ class SqliteCheckpointer(SqlCheckpointer):
     # -- driving -------------------------------------------------------------------------
 
     def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
-        """As :meth:`SqlCheckpointer.commit`; the common step
+        """As :meth:`Checkpointer.commit <agentnb.Checkpointer.commit>`; the common step
         (:func:`~agentnb.store.sql_steps.plain`) is one statement, its own transaction.
 
         An ``INSERT`` takes the write lock before it reads anything (waiting for it as
         ``BEGIN IMMEDIATE`` does), so the fence it checks cannot change before it is
         written, and commits as it ends, at the store's level: the transaction
-        :meth:`_write` would open around it, without its ``BEGIN`` and ``COMMIT``. When
+        ``_write`` would open around it, without its ``BEGIN`` and ``COMMIT``. When
         it writes nothing (less than half the lease left, or the lease lost), the shared
         transaction decides, as for every other change."""
         if sql_steps.plain(change):

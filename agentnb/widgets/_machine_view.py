@@ -77,7 +77,7 @@ class MachineView(LiveView):
     Args:
         instance: the instance to show and drive.
         reloader: follow this definition file; the instance is tracked by it (see
-            :meth:`MachineReloader.track`), so it must be able to follow the live
+            :meth:`~agentnb.fsm.MachineReloader.track`), so it must be able to follow the live
             definition.
         title: shown in the header; the machine's name and instance id by default.
         drawer: ``"dot"`` (SVG from the Graphviz program), ``"viz"`` (the browser lays out

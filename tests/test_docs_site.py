@@ -1,0 +1,119 @@
+"""The documentation site is private and offline: no page pulls a script, stylesheet, font or
+image from another host (no CDN, no web fonts). Plain links to other sites are fine.
+
+It reads the site `make docs` built (make test builds it first); without one it builds it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+SITE = ROOT / "docs" / "_build" / "html"
+
+# What a browser fetches by itself: src= of anything, href= of <link> (stylesheets, icons,
+# preloads), url(...) and @import in CSS, and import/fetch of an absolute URL in JS.
+FETCHED_IN_HTML = re.compile(
+    r"""<(?:script|img|source|iframe|embed|video|audio|input)\b[^>]*\bsrc\s*=\s*["']?([^"'\s>]+)"""
+    r"""|<link\b[^>]*\bhref\s*=\s*["']?([^"'\s>]+)"""
+    r"""|\bsrcset\s*=\s*["']([^"']+)""",
+    re.I,
+)
+FETCHED_IN_CSS = re.compile(r"""url\(\s*["']?([^"')]+)|@import\s+["']([^"']+)""", re.I)
+FETCHED_IN_JS = re.compile(
+    r"""\b(?:import|fetch|importScripts)\s*\(\s*["'`]((?:https?:)?//[^"'`]+)"""
+    r"""|\bfrom\s+["']((?:https?:)?//[^"']+)""",
+    re.I,
+)
+EXTERNAL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.I)
+
+
+def external(urls: list[str]) -> list[str]:
+    found = []
+    for url in urls:
+        for part in url.split(","):  # srcset lists "URL WIDTH, URL WIDTH"
+            part = part.strip().split(" ")[0]
+            if EXTERNAL.match(part) and not part.startswith("data:"):
+                found.append(part)
+    return found
+
+
+def fetched(path: Path) -> list[str]:
+    text = path.read_text(errors="replace")
+    pattern = {".html": FETCHED_IN_HTML, ".css": FETCHED_IN_CSS, ".js": FETCHED_IN_JS}
+    return external([g for m in pattern[path.suffix].finditer(text) for g in m.groups() if g])
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    if not (SITE / "index.html").exists():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-W",
+                "--keep-going",
+                "-n",
+                "-q",
+                "-b",
+                "html",
+                str(ROOT / "docs"),
+                str(SITE),
+            ],
+            check=True,
+        )
+    return SITE
+
+
+def test_the_checker_sees_each_kind_of_external_fetch(tmp_path: Path) -> None:
+    page = tmp_path / "p.html"
+    page.write_text(
+        '<script src="https://cdn.example/x.js"></script>'
+        "<link rel=stylesheet href=//fonts.example/css>"
+        '<img srcset="a.png 1x, https://img.example/b.png 2x">'
+        '<a href="https://python.org/">a plain link is fine</a>'
+        '<script src="_static/local.js"></script>'
+    )
+    css = tmp_path / "s.css"
+    css.write_text("@font-face{src:url(https://fonts.example/f.woff2)} a{background:url(x.png)}")
+    js = tmp_path / "s.js"
+    js.write_text('import("https://esm.example/m.js"); fetch("searchindex.js")')
+    assert fetched(page) == [
+        "https://cdn.example/x.js",
+        "//fonts.example/css",
+        "https://img.example/b.png",
+    ]
+    assert fetched(css) == ["https://fonts.example/f.woff2"]
+    assert fetched(js) == ["https://esm.example/m.js"]
+
+
+def test_the_site_has_every_page(site: Path) -> None:
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    for name in (
+        "index.html",
+        "getting-started.html",
+        "coming-from.html",
+        "changelog.html",
+        "reference/api.html",
+        "reference/cli.html",
+        "guides/teaching.html",
+        "course/01-quickstart.html",
+        "course/09-agent-loop.html",
+    ):
+        assert name in pages
+    cli = (site / "reference" / "cli.html").read_text()
+    assert "agentnb approve" in cli
+    assert "--workflow" in cli
+
+
+def test_no_page_script_stylesheet_font_or_image_comes_from_another_host(site: Path) -> None:
+    files = [p for p in site.rglob("*") if p.suffix in {".html", ".css", ".js"}]
+    assert len(files) > 20
+    offenders = {p.relative_to(site).as_posix(): fetched(p) for p in files}
+    assert {name: urls for name, urls in offenders.items() if urls} == {}
