@@ -109,3 +109,31 @@ def test_a_wrong_answer_is_told_what_was_recorded(
     assert not result.passed
     # A run started without a run_id has a fresh one: the sentence is what is checked.
     assert re.sub(r"run '[0-9a-f]{32}'", "run '<id>'", result.observed) == said
+
+
+def test_a_failed_check_says_which_file_it_read(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite3"
+    with SqliteCheckpointer(db) as store:
+        p.research(store, joined=False)
+        by_file = grade("06.1", db=db)
+        by_store = grade("06.1", store=store)
+    assert f"\n  read: {db}\n  hint: " in str(by_file)
+    assert by_store.read == str(db)  # outside the working directory: the whole path
+    assert grade("06.1", db=db).read == str(db)
+
+
+def test_the_store_a_notebook_wrote_to_is_graded_even_after_its_file_was_deleted(
+    tmp_path: Path,
+) -> None:
+    # What re-running notebook 09's first cell does while the exercises' store is open:
+    # the file is deleted and created again under its name; the open store writes on.
+    db = tmp_path / "09-exercises.sqlite3"
+    with SqliteCheckpointer(db) as written:
+        for old in tmp_path.glob(db.name + "*"):
+            old.unlink()
+        with SqliteCheckpointer(db):  # the new, empty file of the re-run cell
+            p.research(written, joined=True)
+            assert grade("06.1", store=written).passed
+            from_file = grade("06.1", db=db)
+    assert not from_file.passed
+    assert "read: " + str(db) in str(from_file)
