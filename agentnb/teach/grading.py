@@ -93,13 +93,16 @@ def grade(
 
 def _read_from(db: str | os.PathLike[str] | None, source: Any) -> str | None:
     """The file a verdict was read from, as the student names it: ``db`` as given, else the
-    path of the store (a workflow's checkpointer), relative to the working directory when
+    path of a SQLite store (a workflow's checkpointer), relative to the working directory when
     inside it. A ✗ shows it, so grading the wrong file cannot pass unnoticed."""
     if db is not None:
         return os.fspath(db)
+    from agentnb.store.sqlite import SqliteCheckpointer
+
     store = getattr(source, "checkpointer", source)
-    path = getattr(store, "path", None)
-    if not isinstance(path, str) or path == ":memory:":
+    # A file only: a server's address is no file, and may carry a password.
+    path = store.path if isinstance(store, SqliteCheckpointer) else None
+    if path is None or path == ":memory:":
         return None
     with contextlib.suppress(ValueError):  # another drive (Windows)
         relative = os.path.relpath(path)
