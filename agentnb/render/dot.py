@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from agentnb.render.clusters import cluster_lines, cluster_names
 from agentnb.render.model import Diagram, Edge, EdgeKind, Node, NodeKind, Overlay
@@ -282,12 +283,25 @@ def _node_line(node: Node, name: str, lit: _Lit | None, prefix: str) -> str:
     return f"  {name} [{_attrs(attrs)}];"
 
 
+def _returns(edges: Sequence[Edge]) -> frozenset[int]:
+    """The positions of the edges that leave a compound state by its box (``ltail``).
+
+    They are drawn from the box's initial dot, the node every way *in* ends at, so each way
+    out to a state that also leads in makes a two-node cycle with it; when Graphviz ranks a
+    way out first, the way in (``idle → cooking``) is clipped to a stub at the box and its
+    label (``start [In('closed')]``) lands inside the box, beside the initial dot's own arrow
+    to ``heating``. Ways out therefore do not rank: the ways in and the inner arrows do.
+    """
+    return frozenset(i for i, e in enumerate(edges) if e.tail_cluster is not None)
+
+
 def _edge_line(
     edge: Edge,
     names: dict[str, str],
     lit: _Lit | None,
     prefix: str,
     clusters: dict[str, str] | None = None,
+    ranks: bool = True,
 ) -> str:
     classes = ["agentnb-edge", f"kind-{edge.kind.value}"]
     if edge.implicit:
@@ -311,6 +325,8 @@ def _edge_line(
             attrs.append(("ltail", clusters[edge.tail_cluster]))
         if edge.head_cluster in clusters:
             attrs.append(("lhead", clusters[edge.head_cluster]))
+    if not ranks:
+        attrs.append(("constraint", "false"))
     return f"  {names[edge.source]} -> {names[edge.target]} [{_attrs(attrs)}];"
 
 
@@ -415,7 +431,11 @@ def to_dot(diagram: Diagram, *, id_prefix: str = "") -> str:
     else:
         lines += [_node_line(node, names[node.id], lit, id_prefix) for node in diagram.nodes]
     subgraphs = cluster_names(diagram)
-    lines += [_edge_line(edge, names, lit, id_prefix, subgraphs) for edge in diagram.edges]
+    returns = _returns(diagram.edges) if subgraphs else frozenset()
+    lines += [
+        _edge_line(edge, names, lit, id_prefix, subgraphs, ranks=i not in returns)
+        for i, edge in enumerate(diagram.edges)
+    ]
     legend = _legend_line(diagram, lit, id_prefix) if diagram.legend else None
     if legend is not None:
         lines.append(legend)

@@ -176,9 +176,15 @@ def diagram_from_chart_instance(
     )
 
 
-def _step_title(chart: Statechart, number: int, step: Microstep) -> str:
-    event = "start" if step.event is None and number == 1 else repr(step.event or "eventless")
-    parts = [f"{chart.name} · microstep {number} on {event}"]
+def _step_title(chart: Statechart, number: int, step: Microstep, starting: bool) -> str:
+    """``starting``: the microsteps are the instance's start (its first one has no event):
+    the first is the start itself, not a microstep "on" an event nobody sent."""
+    event = repr(step.event or "eventless")
+    if starting:
+        head = "start of the instance" if number == 1 else f"microstep {number} of the start"
+        parts = [f"{chart.name} · {head}" + (f" on {event}" if number > 1 else "")]
+    else:
+        parts = [f"{chart.name} · microstep {number} on {event}"]
     if step.exited:
         parts.append(f"exit {', '.join(step.exited)}")
     if step.entered:
@@ -199,6 +205,7 @@ def microstep_diagrams(
     """
     base = diagram_from_chart(chart, direction=direction, legend=True)
     by_order = {t.order: t for t in chart.transitions()}
+    starting = bool(steps) and steps[0].event is None
     diagrams = []
     for number, step in enumerate(steps, 1):
         keyed = []
@@ -219,7 +226,7 @@ def microstep_diagrams(
             Diagram(
                 nodes=base.nodes,
                 edges=base.edges,
-                title=_step_title(chart, number, step),
+                title=_step_title(chart, number, step, starting),
                 direction=direction,
                 legend=True,
                 overlay=overlay,

@@ -72,7 +72,9 @@ def grade(
     Args:
         exercise: its id, e.g. ``"02.1"`` (``agentnb.teach.exercises()`` lists them).
         db: a ``.sqlite3`` file to grade as a whole (a submission).
-        store: a checkpointer to grade as a whole.
+        store: a checkpointer to grade as a whole: the very store a notebook wrote to
+            (safer than ``db`` while that store is open: a file deleted and created again
+            under the same name is another database).
         run: grade only this run (in its workflow's checkpointer unless ``store``/``db``).
         instance: grade only this state-machine instance.
         answer: a prediction the exercise asks for, compared with what was recorded.
@@ -85,7 +87,28 @@ def grade(
     with _evidence(db, store, run, instance, answer) as evidence:
         outcome = found.checker(evidence)
     hint = None if outcome.passed else (outcome.hint or found.hint)
-    return Result(found.id, found.title, outcome.passed, outcome.observed, hint)
+    read = _read_from(db, store if store is not None else getattr(run, "workflow", None))
+    return Result(found.id, found.title, outcome.passed, outcome.observed, hint, read)
+
+
+def _read_from(db: str | os.PathLike[str] | None, source: Any) -> str | None:
+    """The file a verdict was read from, as the student names it: ``db`` as given, else the
+    path of a SQLite store (a workflow's checkpointer), relative to the working directory when
+    inside it. A ✗ shows it, so grading the wrong file cannot pass unnoticed."""
+    if db is not None:
+        return os.fspath(db)
+    from agentnb.store.sqlite import SqliteCheckpointer
+
+    store = getattr(source, "checkpointer", source)
+    # A file only: a server's address is no file, and may carry a password.
+    path = store.path if isinstance(store, SqliteCheckpointer) else None
+    if path is None or path == ":memory:":
+        return None
+    with contextlib.suppress(ValueError):  # another drive (Windows)
+        relative = os.path.relpath(path)
+        if not relative.startswith(os.pardir):
+            return relative
+    return path
 
 
 def check(

@@ -41,6 +41,8 @@ class Result:
     passed: bool
     observed: str
     hint: str | None = None
+    read: str | None = None
+    """The database file the evidence was read from (``None``: a store in memory)."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -48,6 +50,8 @@ class Result:
     def __str__(self) -> str:
         mark = "✓" if self.passed else "✗"
         line = f"{mark} {self.exercise} {self.title}: {self.observed}"
+        if not self.passed and self.read:
+            line += f"\n  read: {self.read}"
         if not self.passed and self.hint:
             line += f"\n  hint: {self.hint}"
         return line

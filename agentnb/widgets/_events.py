@@ -8,14 +8,20 @@ Example:
     >>> e = Event("r", 3, 1, "state_update", "plan", {"delta": {"amount": 5}, "next": "pay"}, 0.0)
     >>> event_row(e)["summary"]
     'amount=5 → pay'
+
+A superstep runs several tasks; the panel names all of them (:func:`superstep_text`), and
+a ``state_update``'s "→" names the next superstep as the whole step's updates lead to it
+(:func:`next_texts`), not only the edge of the one task that wrote the row.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentnb.graph.builder import END
 from agentnb.graph.workflow import Workflow
 from agentnb.render.extract import overlay_from_events
 from agentnb.render.model import Overlay
@@ -26,7 +32,9 @@ __all__ = [
     "decided_payload",
     "event_row",
     "events_until",
+    "frontier_text",
     "last_delta",
+    "next_texts",
     "overlay_at",
     "overlay_payload",
     "pending_payload",
@@ -35,6 +43,7 @@ __all__ = [
     "short",
     "stream_text",
     "summarize",
+    "superstep_text",
 ]
 
 SUMMARY_LIMIT = 160
@@ -75,12 +84,91 @@ def _delta_text(delta: Any) -> str:
     return ", ".join(parts)
 
 
-def summarize(event: Event) -> str:
-    """One line saying what ``event`` means, at most :data:`SUMMARY_LIMIT` characters."""
+def superstep_text(nodes: Iterable[str], sends: Iterable[str] = ()) -> str:
+    """The tasks of one superstep as a teacher names them.
+
+    ``nodes`` run once each (in order, repeats dropped); ``sends`` holds the node of each
+    ``Send`` task, counted per node. ``"END"`` when there is nothing left to run.
+
+    Example:
+        >>> superstep_text(["web", "papers"])
+        'web + papers'
+        >>> superstep_text([], ["write", "write", "write"])
+        'write ×3 (Send)'
+        >>> superstep_text(["cite"], ["check"])
+        'cite + check (Send)'
+        >>> superstep_text([])
+        'END'
+    """
+    parts = list(dict.fromkeys(n for n in nodes if n != END))
+    counted = Counter(sends)
+    parts += [f"{n} ×{k} (Send)" if k > 1 else f"{n} (Send)" for n, k in counted.items()]
+    return " + ".join(parts) or END
+
+
+def frontier_text(node: str, tasks: Mapping[str, Any] | None) -> str:
+    """What runs next from a checkpoint: its ``node``, or every task of its ``tasks``
+    (the frontier a fan-out or ``Send`` left: ``{"nodes": [...], "sends": [[node, arg]...]}``).
+
+    Example:
+        >>> frontier_text("web", {"nodes": ["web", "papers"], "sends": [], "waiting": []})
+        'web + papers'
+        >>> frontier_text("write", None)
+        'write'
+    """
+    if not tasks:
+        return node
+    nodes = [n for n in tasks.get("nodes") or () if isinstance(n, str)]
+    sends = [s[0] for s in tasks.get("sends") or () if isinstance(s, list | tuple) and s]
+    return superstep_text(nodes, [s for s in sends if isinstance(s, str)]) or node
+
+
+def _leads(payload: Mapping[str, Any]) -> list[str]:
+    """Where one task's ``state_update`` says it leads (``to`` when several, else ``next``)."""
+    to = payload.get("to")
+    if isinstance(to, list):
+        return [t for t in to if isinstance(t, str) and t != END]
+    nxt = payload.get("next")
+    return [nxt] if isinstance(nxt, str) and nxt != END else []
+
+
+def next_texts(events: Iterable[Event]) -> dict[int, str]:
+    """For each step of the ``state_update`` events given, the next superstep, named.
+
+    A superstep's updates are committed together; together they say what runs next: every
+    node one of them leads to (once, however many branches lead there), and the ``Send``
+    tasks (a node one router named several times). A branch that waits at a join leads
+    nowhere by itself (``next`` is ``END``): the run goes where its siblings lead.
+
+    Example:
+        >>> web = Event("r", 6, 2, "state_update", "web", {"delta": {}, "next": "END"}, 0.0)
+        >>> cite = Event("r", 7, 2, "state_update", "papers", {"delta": {}, "next": "cite"}, 0.0)
+        >>> next_texts([web, cite])
+        {2: 'cite'}
+    """
+    nodes: dict[int, list[str]] = {}
+    sends: dict[int, list[str]] = {}
+    for event in events:
+        if event.type != "state_update":
+            continue
+        counted = Counter(_leads(event.payload))
+        nodes.setdefault(event.step, []).extend(n for n, k in counted.items() if k == 1)
+        sends.setdefault(event.step, []).extend(
+            n for n, k in counted.items() if k > 1 for _ in range(k)
+        )
+    return {step: superstep_text(nodes[step], sends[step]) for step in nodes}
+
+
+def summarize(event: Event, leads_to: str | None = None) -> str:
+    """One line saying what ``event`` means, at most :data:`SUMMARY_LIMIT` characters.
+
+    ``leads_to``: for a ``state_update``, the next superstep as :func:`next_texts` names it
+    from the whole step (without it, the row's own edge: one task's view).
+    """
     p = event.payload
     kind = event.type
     if kind == "state_update":
-        text = f"{_delta_text(p.get('delta'))} → {p.get('next')}"
+        text = f"{_delta_text(p.get('delta'))} → {leads_to or p.get('next')}"
     elif kind == "interrupted":
         after = p.get("after")
         text = (
@@ -114,15 +202,17 @@ def summarize(event: Event) -> str:
     return _cut(text)
 
 
-def event_row(event: Event) -> dict[str, Any]:
-    """The log row the browser shows for ``event``."""
+def event_row(event: Event, leads_to: str | None = None) -> dict[str, Any]:
+    """The log row the browser shows for ``event`` (``leads_to`` as for :func:`summarize`);
+    a ``Send`` task's row names its task (``write[1]``)."""
+    task = event.payload.get("task")
     return {
         "seq": event.seq,
         "step": event.step,
         "type": event.type,
-        "node": event.node,
+        "node": task if isinstance(task, str) and event.type != "interrupted" else event.node,
         "at": event.at,
-        "summary": summarize(event),
+        "summary": summarize(event, leads_to),
     }
 
 
@@ -137,12 +227,19 @@ def events_until(events: Iterable[Event], step: int) -> list[Event]:
 
 
 def last_delta(events: Sequence[Event]) -> dict[str, Any]:
-    """The delta of the last ``state_update`` in ``events`` (``{}`` if none)."""
+    """What the last step's ``state_update`` events in ``events`` changed (``{}`` if none):
+    every task's delta of that superstep, merged in order."""
+    merged: dict[str, Any] = {}
+    step: int | None = None
     for event in reversed(events):
-        if event.type == "state_update":
-            delta = event.payload.get("delta")
-            return delta if isinstance(delta, dict) else {}
-    return {}
+        if event.type != "state_update":
+            continue
+        if step is not None and event.step != step:
+            break
+        step = event.step
+        delta = event.payload.get("delta")
+        merged = {**(delta if isinstance(delta, dict) else {}), **merged}
+    return merged
 
 
 def overlay_payload(overlay: Overlay, running: str | None = None) -> dict[str, Any]:

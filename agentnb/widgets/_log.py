@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentnb.render.overlay import OverlayFold
 from agentnb.store.records import Event, EventType
-from agentnb.widgets._events import event_row, settled_at
+from agentnb.widgets._events import event_row, last_delta, next_texts, settled_at
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
@@ -58,7 +58,9 @@ class RunLog:
         self.recent: deque[Event] = deque(maxlen=WINDOW)
         self.fold = OverlayFold(workflow)
         self.last_delta: dict[str, Any] = {}
-        """The delta of the last ``state_update`` (the keys the state view marks changed)."""
+        """What the last superstep's ``state_update`` events changed, every task's delta
+        merged (the keys the state view marks changed)."""
+        self._delta_step = -1
         self._marks: dict[str, list[int]] = {"": []}  # filter -> seq of rows 0, BLOCK, ...
         # (step, seq): the fold after every event of the steps before `step`, up to `seq`.
         self._folds: list[tuple[int, int, OverlayFold]] = [(0, 0, OverlayFold(workflow))]
@@ -103,8 +105,9 @@ class RunLog:
         self.fold.add(event)
         self._since_fold += 1
         if event.type == EventType.STATE_UPDATE:
-            delta = event.payload.get("delta")
-            self.last_delta = delta if isinstance(delta, dict) else {}
+            if event.step != self._delta_step:  # a new superstep: its tasks' deltas only
+                self.last_delta, self._delta_step = {}, event.step
+            self.last_delta = {**self.last_delta, **last_delta([event])}
 
     # -- what a browser view asks for --------------------------------------------------------
 
@@ -122,24 +125,78 @@ class RunLog:
         block = start // BLOCK
         skip = start - block * BLOCK
         after = marks[block] - 1
-        rows: list[dict[str, Any]] = []
-        while len(rows) < count and after < self.seq:
+        chosen: list[Event] = []
+        while len(chosen) < count and after < self.seq:
             found = self.store.events(self.run_id, after=after, limit=READ)
             if not found:
                 break
             for event in found:
-                if event.seq > self.seq:
-                    return rows
+                if event.seq > self.seq or len(chosen) == count:
+                    return self.rows(chosen)
                 if kind and event.type != kind:
                     continue
                 if skip:
                     skip -= 1
                     continue
-                rows.append(event_row(event))
-                if len(rows) == count:
-                    return rows
+                chosen.append(event)
             after = found[-1].seq
+        return self.rows(chosen)
+
+    def rows(self, events: Sequence[Event], first_index: int | None = None) -> list[dict[str, Any]]:
+        """Log rows for ``events`` (in log order), each ``state_update`` naming the next
+        superstep from every update of its step — read from the store where the step runs
+        past either end of ``events``. With ``first_index``, each row carries its index ``i``."""
+        leads = next_texts([*self._step_edge(events, before=True), *events])
+        leads.update(next_texts([*events, *self._step_edge(events, before=False)]))
+        rows = [event_row(e, leads.get(e.step)) for e in events]
+        if first_index is not None:
+            rows = [{**row, "i": first_index + k} for k, row in enumerate(rows)]
         return rows
+
+    def _step_edge(self, events: Sequence[Event], before: bool) -> list[Event]:
+        """The ``state_update`` events of the superstep at one end of ``events`` that lie
+        outside them: the events of one step are consecutive (committed together)."""
+        updates = [e for e in events if e.type == EventType.STATE_UPDATE]
+        if not updates:
+            return []
+        edge = updates[0] if before else updates[-1]
+        same: list[Event] = []
+        for event in self._away(edge.seq, before):
+            if event.step != edge.step:
+                break
+            if event.type == EventType.STATE_UPDATE:
+                same.append(event)
+        return same[::-1] if before else same
+
+    def _away(self, seq: int, before: bool) -> Iterator[Event]:
+        """The events next to ``seq``, moving away from it (up to :attr:`seq`): from the
+        recent window when it covers them, else read from the store a page at a time."""
+        recent = self.recent
+        if recent and recent[0].seq < seq:
+            yield from (
+                (e for e in reversed(recent) if e.seq < seq)
+                if before
+                else (e for e in recent if e.seq > seq)
+            )
+            if not before or recent[0].seq == 1:
+                return
+            seq = recent[0].seq
+        while before and seq > 1:
+            start = max(0, seq - 1 - BLOCK)
+            found = [
+                e for e in self.store.events(self.run_id, after=start, limit=BLOCK) if e.seq < seq
+            ]
+            if not found:
+                return
+            yield from reversed(found)
+            seq = found[0].seq
+        after = seq
+        while not before and after < self.seq:
+            found = self.store.events(self.run_id, after=after, limit=READ)
+            if not found:
+                return
+            yield from (e for e in found if e.seq <= self.seq)
+            after = found[-1].seq
 
     def tail(self, kind: str, count: int) -> list[dict[str, Any]]:
         """The last ``count`` rows of the filter (a view opening at the end of the log)."""
@@ -179,8 +236,3 @@ class RunLog:
     def bookmarks(self) -> int:
         """Bookmarks and kept folds held (they grow by one per :data:`BLOCK` events)."""
         return sum(len(m) for m in self._marks.values()) + len(self._folds)
-
-
-def rows_of(events: Sequence[Event], first_index: int) -> list[dict[str, Any]]:
-    """Log rows for consecutive events, each with its index in the whole log (``i``)."""
-    return [{**event_row(e), "i": first_index + k} for k, e in enumerate(events)]

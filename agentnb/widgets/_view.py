@@ -46,13 +46,14 @@ from agentnb.widgets._controls import Controls, running_loop
 from agentnb.widgets._drawing import drawing_payload
 from agentnb.widgets._events import (
     decided_payload,
+    frontier_text,
     overlay_payload,
     pending_payload,
     run_error_text,
 )
 from agentnb.widgets._inside import Inside
 from agentnb.widgets._live import STYLESHEET, LiveView, call_on, check_options, static_text
-from agentnb.widgets._log import PAGE, RunLog, rows_of
+from agentnb.widgets._log import PAGE, RunLog
 from agentnb.widgets._snapshot import snapshot_bundle
 from agentnb.widgets._tokens import TokenRows
 
@@ -105,6 +106,8 @@ class RunView(LiveView):
     title = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
     node = traitlets.Unicode("").tag(sync=True)
+    frontier = traitlets.Unicode("").tag(sync=True)
+    """Every task the next superstep runs, named (``web + papers``, ``write ×3 (Send)``)."""
     step = traitlets.Int(0).tag(sync=True)
     max_steps = traitlets.Int(0).tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)
@@ -242,7 +245,8 @@ class RunView(LiveView):
             self._tokens.finish()  # pause or at the end): nothing streams on
         # The state changes only when a step commits: read it then, not on every batch.
         changed_step = record.step != self._step
-        state = self._store.checkpoint(self.run_id, record.step).state if changed_step else None
+        saved = self._store.checkpoint(self.run_id, record.step) if changed_step else None
+        state = saved.state if saved is not None else None
         self._step = record.step
         moved = bool(fresh) or running != self._overlay_running
         with self.hold_sync():
@@ -260,6 +264,8 @@ class RunView(LiveView):
                 shown = {**self._overlay, "inside": inside}
                 if shown != self.overlay:
                     self.overlay = shown
+            if saved is not None:
+                self.frontier = frontier_text(record.node, saved.tasks)
             if state is not None:
                 self.state = state
                 self.changed = list(log.last_delta)
@@ -284,7 +290,7 @@ class RunView(LiveView):
         """The totals of the log and its newest rows, each with its index ``i``."""
         log = self._log
         return {
-            "events": rows_of(newest, log.total - len(newest)),
+            "events": log.rows(newest, log.total - len(newest)),
             "total": log.total,
             "counts": dict(log.counts),
         }
@@ -355,6 +361,7 @@ class RunView(LiveView):
                 "view": view_id,
                 "step": step,
                 "node": item.node,
+                "next": frontier_text(item.node, item.tasks),
                 "state": item.state,
                 "changed": list(delta),
                 "overlay": overlay_payload(fold.overlay()),

@@ -44,6 +44,13 @@ def test_the_configuration_is_lit_boxes_and_leaves(panel: Any) -> None:
     lit = panel.evaluate(LIT)
     assert lit["boxes"] == 3  # appliance, door, heat
     assert sorted(lit["nodes"]) == ["off", "shut"]
+    # Before any event, the microsteps shown are the instance's start, not an event's.
+    head = panel.locator(".mv-steps .mv-section-head").inner_text()
+    assert head.startswith("Microsteps (")
+    assert head.endswith(") of the instance's start")
+    first = panel.locator(".mv-step-title").first.inner_text()
+    assert " · start of the instance · enter " in first
+    assert " on start" not in first
 
 
 def test_the_microstep_mode_steps_through_what_an_event_did(panel: Any) -> None:
@@ -54,8 +61,18 @@ def test_the_microstep_mode_steps_through_what_an_event_did(panel: Any) -> None:
     panel.get_by_role("button", name="open", exact=True).click()
     wait_for(panel, "el.dataset.state === 'ajar off'")
     wait_for(panel, "el.dataset.microsteps === '1'")
-    panel.locator(".mv-step-next").click()
+    assert panel.locator(".mv-steps .mv-section-head").inner_text() == (
+        'Microsteps (1) of the last event, "open"'
+    )
+    prev, nxt, live = (panel.locator(f".mv-step-{b}") for b in ("prev", "next", "live"))
+    where = panel.locator(".mv-step-where")
+    # Live is after the last microstep: back into it with prev, nothing after it.
+    assert (prev.is_enabled(), nxt.is_enabled(), live.is_enabled()) == (True, False, False)
+    assert where.inner_text() == "live: the configuration now"
+    prev.click()
     wait_for(panel, "el.dataset.microstep === '1'")
+    assert (prev.is_enabled(), nxt.is_enabled(), live.is_enabled()) == (False, False, True)
+    assert where.inner_text() == "microstep mode: 1 of 1"
     lit = panel.evaluate(LIT)
     assert lit["taken"] == 2  # shut --open--> ajar and on --open--> off, in one microstep
     assert lit["exited"] >= 2

@@ -9,6 +9,7 @@ import pytest
 from lab_support import Browser, Lab, open_notebook, run_widget
 
 from agentnb import SqliteCheckpointer
+from agentnb.widgets._events import frontier_text, next_texts
 
 pytestmark = pytest.mark.browser
 
@@ -38,6 +39,54 @@ def test_every_task_of_the_next_superstep_is_lit(page: Any) -> None:
         f"el => ({LIT})(el).length === 2", arg=view.element_handle(), timeout=15_000
     )
     assert sorted(view.evaluate(LIT)) == ["papers", "web"]
+
+
+def test_header_history_and_log_name_each_superstep_as_the_store_recorded_it(
+    page: Any, lab: Lab
+) -> None:
+    view = run_widget(page, "superstep path")
+    run_id = view.get_attribute("data-run-id")
+    where = view.locator(".rv-where")
+    assert where.inner_text().startswith("at web + papers · step 1/")
+    view.locator(".rv-step").click()  # web and papers, together
+    page.wait_for_function(
+        "el => el.querySelector('.rv-where').textContent.startsWith('at write · step 2/')",
+        arg=view.element_handle(),
+        timeout=30_000,
+    )
+    with SqliteCheckpointer(lab.root / "parallel.sqlite3") as store:
+        events = store.events(run_id)
+        leads = next_texts(events)
+        saved = store.checkpoint(run_id, 1)
+        after_plan = frontier_text(saved.node, saved.tasks)
+    assert after_plan == "web + papers"
+    # Every state_update row reads "→ <the next superstep>", as the store's events say.
+    expected = [
+        (str(e.seq), e.node, f"→ {leads[e.step]}") for e in events if e.type == "state_update"
+    ]
+    assert [x[2] for x in expected] == ["→ web + papers", "→ write", "→ write"]
+    row = ".rv-log-row.t-state_update"
+    page.wait_for_function(
+        "([el, n]) => el.querySelectorAll('.rv-log-row.t-state_update').length >= n",
+        arg=[view.element_handle(), len(expected)],
+        timeout=15_000,
+    )
+    shown = view.locator(row).evaluate_all(
+        "rows => rows.map(r => [r.dataset.seq, r.querySelector('.rv-node').textContent,"
+        " r.querySelector('.rv-sum').textContent])"
+    )
+    assert [(seq, node) for seq, node, _ in shown] == [(seq, node) for seq, node, _ in expected]
+    for (_, _, summary), (_, _, arrow) in zip(shown, expected, strict=True):
+        assert summary.endswith(arrow)
+    view.locator(".rv-slider").evaluate(
+        "el => { el.value = '1'; el.dispatchEvent(new Event('input')); }"
+    )
+    page.wait_for_function(
+        "el => el.dataset.history === '1'", arg=view.element_handle(), timeout=15_000
+    )
+    head = view.locator(".rv-state .rv-section-head")
+    head.filter(has_text="State after step 1").wait_for(timeout=15_000)
+    assert head.inner_text() == f"State after step 1 (read-only; next: {after_plan})"
 
 
 def test_a_question_is_answered_once_from_the_panel(page: Any, lab: Lab) -> None:

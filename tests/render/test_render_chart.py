@@ -141,3 +141,39 @@ def test_each_microstep_is_drawn_with_its_exit_and_entry_sets_and_taken_edges() 
     assert first.overlay.last == ("a", "b")
     assert second.overlay.last == ("b", "c")
     assert "is-traversed" in to_dot(second)
+
+
+def _edge_geometry(svg: str, dom_id: str) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+    """An edge's drawn path points and its label's centre, read from the SVG."""
+    import re
+
+    shown = re.escape(dom_id.replace("-", "&#45;", 1))
+    group = re.search(rf'<g id="{shown}".*?</g>', svg, re.S)
+    assert group is not None, dom_id
+    path = re.search(r' d="([^"]*)"', group.group(0))
+    assert path is not None
+    points = [(float(x), float(y)) for x, y in re.findall(r"(-?[\d.]+),(-?[\d.]+)", path.group(1))]
+    text = re.search(
+        r'<text text-anchor="start" x="(-?[\d.]+)" y="(-?[\d.]+)"[^>]*>([^<]*)<', group.group(0)
+    )
+    centre = (
+        (float(text.group(1)) + 2.2 * len(text.group(3)), float(text.group(2))) if text else (0, 0)
+    )
+    return points, centre
+
+
+def _near(point: tuple[float, float], points: list[tuple[float, float]]) -> float:
+    return min(((point[0] - x) ** 2 + (point[1] - y) ** 2) ** 0.5 for x, y in points)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs the Graphviz dot binary")
+def test_a_guarded_way_into_a_compound_state_carries_its_label_on_its_own_arrow() -> None:
+    from tests.teach.chart_scenarios import microwave
+
+    svg = render_svg(diagram_for(microwave()))
+    into, label = _edge_geometry(svg, "edge-idle~cooking%23initial~t2%2E0")
+    inner, _ = _edge_geometry(svg, "edge-cooking%23initial~heating~initial%2Eheating")
+    # Drawn as an arrow of its own (not clipped to a stub at the box) ...
+    assert _near(into[0], into[-1:]) > 20
+    # ... with "start [In('closed')]" beside it, nearer to it than to cooking's first arrow.
+    assert _near(label, into) < _near(label, inner)

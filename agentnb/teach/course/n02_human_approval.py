@@ -50,8 +50,8 @@ def predict_the_history(evidence: Evidence) -> Outcome:
             f"with `{node}` next — as you predicted"
         )
     return no(
-        f"your prediction (step {step}, next `{node}`) does not match the history "
-        f"recorded for run {run.run_id!r}"
+        f"in run {run.run_id!r}, `approval_recorded` first appears at step {first.step}, "
+        f"with `{first.node}` next; you predicted step {step}, next `{node}`"
     )
 
 

@@ -95,8 +95,9 @@ def predict_then_click(evidence: Evidence) -> Outcome:
                 + ", as you predicted"
             )
         return no(
-            f"instance {snap.instance_id!r} recorded the clicks, but it did not end in "
-            f"{evidence.answer!r}"
+            f"instance {snap.instance_id!r} went {fired[-len(CLICKS)].source} → "
+            + " → ".join(r.target for r in fired[-len(CLICKS) :])
+            + f": it ended in {end!r}, you predicted {evidence.answer!r}"
         )
     return no(
         "no instance's last events are " + ", ".join(CLICKS),

@@ -31,7 +31,11 @@ def retried_timeout(evidence: Evidence) -> Outcome:
                 f"run {run.run_id!r} recorded {counts['timeout']} timeouts and "
                 f"{counts['retry']} retries, as you predicted"
             )
-        return no(f"run {run.run_id!r} did not record the counts you predicted")
+        return no(
+            f"run {run.run_id!r} recorded {counts['timeout']} timeout(s) and "
+            f"{counts['retry']} retry(ies); you predicted {answer.get('timeout')!r} and "
+            f"{answer.get('retry')!r}"
+        )
     return no("no run has retried after a timeout yet")
 
 

@@ -10,6 +10,7 @@ audit of answers, never the graph's code.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from agentnb.store.records import Event, Status
@@ -65,12 +66,32 @@ def branch_and_join(evidence: Evidence) -> Outcome:
                     f"run {run.run_id!r}: {names(branches)} all lead to `{join}`, but it "
                     f"started {runs_of_join} time(s) and the next superstep ran {names(after)}"
                 )
-            apart = [b for b in branches if leads.get(b) in (None, "END")] or branches
-            return no(
-                f"run {run.run_id!r}: {names(branches)} ran in one superstep, but they lead "
-                f"to {', '.join(sorted(str(j) for j in joined))}: {names(apart)} did not join",
-            )
+            return no(f"run {run.run_id!r}: " + _apart(branches, leads, after))
     return no("no run has a superstep of three branches or more")
+
+
+def _apart(branches: list[str], leads: Mapping[str | None, Any], after: list[str]) -> str:
+    """Why branches of one superstep did not meet at one join, in a sentence: where each
+    branch's update said it leads (``END``: nowhere), and what ran next."""
+    going: dict[str, list[str]] = defaultdict(list)
+    for branch in branches:
+        going[str(leads.get(branch) or "END")].append(branch)
+    where = "; ".join(
+        f"{names(b)} {'leads' if len(b) == 1 else 'lead'} "
+        + ("nowhere (to `END`)" if to == "END" else f"to `{to}`")
+        for to, b in sorted(going.items(), key=lambda kv: kv[0] == "END")
+    )
+    nowhere = going.get("END", [])
+    told = (
+        f"; {names(nowhere)} never reached the join, so `{after[0]}` ran without "
+        f"{'it' if len(nowhere) == 1 else 'them'}"
+        if nowhere and len(after) == 1
+        else ""
+    )
+    return (
+        f"{names(branches)} ran in one superstep, but they do not all lead to one join: "
+        f"{where}{told}"
+    )
 
 
 @exercise(
@@ -233,10 +254,22 @@ def predict_supersteps(evidence: Evidence) -> Outcome:
         (i for i, (p, r) in enumerate(zip(predicted, recorded, strict=False)) if p != r),
         min(len(predicted), len(recorded)),
     )
-    return no(
-        f"run {run.run_id!r} ran {len(recorded)} supersteps; your prediction differs from "
-        f"superstep {first + 1} on"
-    )
+    if first >= len(recorded):
+        differs = (
+            f"you predicted {len(predicted)} supersteps; superstep {first + 1} on "
+            f"({_show(predicted[first:])}) never ran"
+        )
+    elif first >= len(predicted):
+        differs = (
+            f"you predicted {len(predicted)} supersteps; the run went on with "
+            f"{_show(recorded[first:])}"
+        )
+    else:
+        differs = (
+            f"superstep {first + 1} ran {_show([recorded[first]])}, "
+            f"you predicted {_show([predicted[first]])}"
+        )
+    return no(f"run {run.run_id!r} ran {_show(recorded)}: {differs}")
 
 
 def _show(steps: list[list[str]]) -> str:

@@ -152,8 +152,8 @@ def delayed_transition(evidence: Evidence) -> Outcome:
                 "predicted"
             )
         return no(
-            f"instance {snap.instance_id!r} went defrosting → heating on its timer, but "
-            f"`beep` is not due at {answer:g}"
+            f"instance {snap.instance_id!r} went defrosting → heating on its timer, and "
+            f"`beep` is due at {beeps[0].fire_at:g}, not at {answer:g} as you predicted"
         )
     return no("no instance went from `defrosting` to `heating` by a timer of its own")
 
@@ -189,15 +189,16 @@ def predict_then_click(evidence: Evidence) -> Outcome:
                 f"instance {snap.instance_id!r} ended in `{oven[0]}` with {timers} pending "
                 "timer(s) after the clicks, as you predicted"
             )
-        wrong = [
-            w
-            for w, right in (("the oven's state", right_oven), ("the timers", right_timers))
-            if not right
+        halves = [
+            f"the oven ended in `{oven[0] if len(oven) == 1 else ', '.join(oven)}`, "
+            f"you predicted `{answer['oven']}`"
+            if not right_oven
+            else f"the oven's state `{oven[0]}` is right",
+            f"{timers} timer(s) are pending, you predicted {answer['timers']!r}"
+            if not right_timers
+            else f"the count of pending timers ({timers}) is right",
         ]
-        return no(
-            f"instance {snap.instance_id!r} recorded the clicks, but your prediction of "
-            f"{' and '.join(wrong)} is not what it recorded"
-        )
+        return no(f"instance {snap.instance_id!r} recorded the clicks: " + "; ".join(halves) + ".")
     return no(
         "no instance's last events are " + ", ".join(CLICKS),
         "Click the buttons of panel.view() in this order (or send the events): "

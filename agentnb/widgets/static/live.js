@@ -221,19 +221,32 @@ function leafText(value) {
   return typeof value === "string" ? JSON.stringify(value) : String(JSON.stringify(value));
 }
 
+// What a collapsed collection says of itself: its size in words, never a bare `[0]` (which
+// reads as a list holding 0). An empty one is a leaf written as JSON: `[]`, `{}`.
+function collectionMeta(value) {
+  const n = Array.isArray(value) ? value.length : Object.keys(value).length;
+  const unit = Array.isArray(value) ? (n === 1 ? "item" : "items") : (n === 1 ? "key" : "keys");
+  return Array.isArray(value) ? `[${n} ${unit}]` : `{${n} ${unit}}`;
+}
+
+function isEmptyCollection(value) {
+  return value !== null && typeof value === "object" && Object.keys(value).length === 0;
+}
+
 function treeNode(key, value, path, open, changed, ns) {
   const isObject = value !== null && typeof value === "object";
   const item = h("div", `${ns}-tree-item`);
   if (changed) item.classList.add("is-changed");
-  if (!isObject) {
+  if (!isObject || isEmptyCollection(value)) {
+    const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
     item.classList.add(`${ns}-leaf`);
-    item.append(h("span", `${ns}-key`, key), h("span", `${ns}-val ${ns}-${value === null ? "null" : typeof value}`, leafText(value)));
+    item.append(h("span", `${ns}-key`, key), h("span", `${ns}-val ${ns}-${kind}`, leafText(value)));
     return item;
   }
   const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
   const details = h("details", `${ns}-branch`);
   const summary = h("summary");
-  summary.append(h("span", `${ns}-key`, key), h("span", `${ns}-meta`, Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`));
+  summary.append(h("span", `${ns}-key`, key), h("span", `${ns}-meta`, collectionMeta(value)));
   details.append(summary);
   let filled = false;
   const fill = () => {

@@ -43,12 +43,15 @@ function render({ model, el }) {
   // statecharts: microstep mode and timers (hidden for flat machines)
   const stepsBox = h("section", "mv-steps");
   const stepsHead = h("div", "mv-section-head", "Microsteps");
-  const stepPrev = button("◀ prev", "mv-btn mv-step-prev", "the previous microstep");
+  // Microstep mode: ◀ prev steps back from the live configuration into the microsteps that
+  // led to it (the last one first), next ▶ forward again, live leaves the mode.
+  const stepPrev = button("◀ prev", "mv-btn mv-step-prev", "the microstep before (from live: the last one)");
   const stepNext = button("next ▶", "mv-btn mv-step-next", "the next microstep");
-  const stepLive = button("live", "mv-btn mv-step-live", "back to the current configuration");
+  const stepLive = button("live", "mv-btn mv-step-live", "leave microstep mode: the current configuration");
+  const stepWhere = h("span", "mv-step-where", "");
   const stepList = h("ol", "mv-step-list");
   stepsBox.append(stepsHead, h("div", "mv-step-bar", null), stepList);
-  stepsBox.querySelector(".mv-step-bar").append(stepPrev, stepNext, stepLive);
+  stepsBox.querySelector(".mv-step-bar").append(stepPrev, stepNext, stepLive, stepWhere);
   const timersBox = h("section", "mv-timers");
   const timersHead = h("div", "mv-section-head", "Timers");
   const timerRows = h("div", "mv-timer-rows");
@@ -124,16 +127,22 @@ function render({ model, el }) {
     step = i >= 0 && i < steps.length ? i : -1;
     for (const [n, li] of [...stepList.children].entries()) li.classList.toggle("is-shown", n === step);
     root.dataset.microstep = step >= 0 ? String(step + 1) : "";
-    stepPrev.disabled = step <= 0;
-    stepNext.disabled = step >= steps.length - 1;
+    stepPrev.disabled = step === 0 || !steps.length;
+    stepNext.disabled = step < 0 || step >= steps.length - 1;
     stepLive.disabled = step < 0;
+    stepWhere.textContent = step >= 0
+      ? `microstep mode: ${step + 1} of ${steps.length}`
+      : "live: the configuration now";
     applyOverlay();
   }
 
   function updateSteps() {
     const steps = model.get("microsteps") || [];
     stepsBox.hidden = !steps.length;
-    stepsHead.textContent = `Microsteps (${steps.length}) of the last event`;
+    // An instance's first microsteps are its start, not an event anybody sent.
+    const starting = steps.length > 0 && steps[0].event == null;
+    const what = starting ? "the instance's start" : `the last event, ${JSON.stringify(steps[0] ? steps[0].event : "")}`;
+    stepsHead.textContent = `Microsteps (${steps.length}) of ${what}`;
     const items = steps.map((s, i) => {
       const li = h("li", "mv-step");
       li.append(h("div", "mv-step-title", s.title));
@@ -148,7 +157,10 @@ function render({ model, el }) {
     root.dataset.microsteps = String(steps.length);
     showStep(-1);
   }
-  stepPrev.addEventListener("click", () => showStep(Math.max(0, step - 1)));
+  stepPrev.addEventListener("click", () => {
+    const n = (model.get("microsteps") || []).length;
+    showStep(step < 0 ? n - 1 : Math.max(0, step - 1));
+  });
   stepNext.addEventListener("click", () => showStep(step + 1));
   stepLive.addEventListener("click", () => showStep(-1));
 

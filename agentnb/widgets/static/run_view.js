@@ -253,7 +253,7 @@ function render({ model, el }) {
   function updateState() {
     if (history) {
       renderTree(tree, history.state, history.changed, openPaths, "rv", "(empty state)");
-      stateHead.textContent = `State after step ${history.step} (read-only; next: ${history.node})`;
+      stateHead.textContent = `State after step ${history.step} (read-only; next: ${history.next || history.node})`;
     } else {
       renderTree(tree, model.get("state"), model.get("changed"), openPaths, "rv", "(empty state)");
       stateHead.textContent = "State";
@@ -325,7 +325,7 @@ function render({ model, el }) {
     title.textContent = model.get("title");
     badge.textContent = model.get("busy") ? `${status} · ${model.get("busy")}…` : status;
     badge.className = `rv-status st-${safeClass(status)}`;
-    where.textContent = `at ${model.get("node")} · step ${model.get("step")}/${model.get("max_steps")}`;
+    where.textContent = `at ${model.get("frontier") || model.get("node")} · step ${model.get("step")}/${model.get("max_steps")}`;
     root.dataset.status = status;
     root.dataset.runId = model.get("run_id");
   }
@@ -425,7 +425,7 @@ function render({ model, el }) {
     "change:state change:changed": () => { if (!history) updateState(); },
     "change:pending change:decided change:identity change:approver": updateApproval,
     "change:status change:busy": () => { updateHeader(); updateApproval(); },
-    "change:node change:step change:max_steps change:title": () => { updateHeader(); updateSlider(); },
+    "change:node change:frontier change:step change:max_steps change:title": () => { updateHeader(); updateSlider(); },
     "change:error change:notice": updateError,
     "msg:custom": onMsg,
   };
