@@ -140,9 +140,12 @@ class OverlayFold:
         for nxt in leads:
             if isinstance(nxt, str) and nxt in self.known:
                 self._take(node, nxt)
-                self.current = nxt
                 if nxt != END_ID:
                     self.upcoming[nxt] = None
+                # A branch that ends (or waits at a join) does not hide where the run goes
+                # on: the superstep's updates come in task order, not in the order they lead.
+                if nxt != END_ID or not self.upcoming:
+                    self.current = nxt
         for j, join in enumerate(self.joins):
             if node not in join.sources:
                 continue

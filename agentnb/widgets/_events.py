@@ -87,12 +87,13 @@ def _delta_text(delta: Any) -> str:
 def superstep_text(nodes: Iterable[str], sends: Iterable[str] = ()) -> str:
     """The tasks of one superstep as a teacher names them.
 
-    ``nodes`` run once each (in order, repeats dropped); ``sends`` holds the node of each
-    ``Send`` task, counted per node. ``"END"`` when there is nothing left to run.
+    ``nodes`` run once each (named by name, the order the superstep merges them in;
+    repeats dropped); ``sends`` holds the node of each ``Send`` task, counted per node, after
+    them. ``"END"`` when there is nothing left to run.
 
     Example:
         >>> superstep_text(["web", "papers"])
-        'web + papers'
+        'papers + web'
         >>> superstep_text([], ["write", "write", "write"])
         'write ×3 (Send)'
         >>> superstep_text(["cite"], ["check"])
@@ -100,7 +101,7 @@ def superstep_text(nodes: Iterable[str], sends: Iterable[str] = ()) -> str:
         >>> superstep_text([])
         'END'
     """
-    parts = list(dict.fromkeys(n for n in nodes if n != END))
+    parts = sorted({n for n in nodes if n != END})
     counted = Counter(sends)
     parts += [f"{n} ×{k} (Send)" if k > 1 else f"{n} (Send)" for n, k in counted.items()]
     return " + ".join(parts) or END
@@ -112,7 +113,7 @@ def frontier_text(node: str, tasks: Mapping[str, Any] | None) -> str:
 
     Example:
         >>> frontier_text("web", {"nodes": ["web", "papers"], "sends": [], "waiting": []})
-        'web + papers'
+        'papers + web'
         >>> frontier_text("write", None)
         'write'
     """

@@ -146,8 +146,8 @@ class RunLog:
         """Log rows for ``events`` (in log order), each ``state_update`` naming the next
         superstep from every update of its step — read from the store where the step runs
         past either end of ``events``. With ``first_index``, each row carries its index ``i``."""
-        leads = next_texts([*self._step_edge(events, before=True), *events])
-        leads.update(next_texts([*events, *self._step_edge(events, before=False)]))
+        before, after = self._step_edge(events, before=True), self._step_edge(events, before=False)
+        leads = next_texts([*before, *events, *after])
         rows = [event_row(e, leads.get(e.step)) for e in events]
         if first_index is not None:
             rows = [{**row, "i": first_index + k} for k, row in enumerate(rows)]

@@ -107,7 +107,7 @@ class RunView(LiveView):
     status = traitlets.Unicode("").tag(sync=True)
     node = traitlets.Unicode("").tag(sync=True)
     frontier = traitlets.Unicode("").tag(sync=True)
-    """Every task the next superstep runs, named (``web + papers``, ``write ×3 (Send)``)."""
+    """Every task the next superstep runs, named (``papers + web``, ``write ×3 (Send)``)."""
     step = traitlets.Int(0).tag(sync=True)
     max_steps = traitlets.Int(0).tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)

@@ -47,7 +47,7 @@ def test_header_history_and_log_name_each_superstep_as_the_store_recorded_it(
     view = run_widget(page, "superstep path")
     run_id = view.get_attribute("data-run-id")
     where = view.locator(".rv-where")
-    assert where.inner_text().startswith("at web + papers · step 1/")
+    assert where.inner_text().startswith("at papers + web · step 1/")
     view.locator(".rv-step").click()  # web and papers, together
     page.wait_for_function(
         "el => el.querySelector('.rv-where').textContent.startsWith('at write · step 2/')",
@@ -59,12 +59,12 @@ def test_header_history_and_log_name_each_superstep_as_the_store_recorded_it(
         leads = next_texts(events)
         saved = store.checkpoint(run_id, 1)
         after_plan = frontier_text(saved.node, saved.tasks)
-    assert after_plan == "web + papers"
+    assert after_plan == "papers + web"
     # Every state_update row reads "→ <the next superstep>", as the store's events say.
     expected = [
         (str(e.seq), e.node, f"→ {leads[e.step]}") for e in events if e.type == "state_update"
     ]
-    assert [x[2] for x in expected] == ["→ web + papers", "→ write", "→ write"]
+    assert [x[2] for x in expected] == ["→ papers + web", "→ write", "→ write"]
     row = ".rv-log-row.t-state_update"
     page.wait_for_function(
         "([el, n]) => el.querySelectorAll('.rv-log-row.t-state_update').length >= n",

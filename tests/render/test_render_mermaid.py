@@ -16,7 +16,7 @@ from render_graphs import (
 from test_render_escaping import graphs
 
 from agentnb.fsm import StateMachine
-from agentnb.graph.builder import StateGraph
+from agentnb.graph.builder import RESERVED, StateGraph
 from agentnb.render.extract import diagram_from_graph, overlay_from_events
 from agentnb.render.mermaid import to_mermaid
 
@@ -85,7 +85,7 @@ def test_a_machine_draws_its_transitions_with_event_and_guard() -> None:
     assert re.search(r'^  n\d+\(\(\("gone"\)\)\)$', text, re.M)  # a final state
 
 
-names = st.text(min_size=1, max_size=12).filter(lambda s: s.strip() and s not in {"START", "END"})
+names = st.text(min_size=1, max_size=12).filter(lambda s: s.strip() and s not in RESERVED)
 
 
 @settings(max_examples=60, deadline=None)

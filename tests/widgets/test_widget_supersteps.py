@@ -54,10 +54,10 @@ def test_the_recorded_events_of_a_fan_out_name_the_next_superstep(
     # What the store recorded: web's own edge leads nowhere (it waits at the join).
     web = next(e for e in events if e.type == "state_update" and e.node == "web")
     assert web.payload["next"] == "END"
-    assert next_texts(events) == {1: "web + papers", 2: "cite", 3: "write", 4: "END"}
+    assert next_texts(events) == {1: "papers + web", 2: "cite", 3: "write", 4: "END"}
     saved = {s: store.checkpoint("p", s) for s in range(1, 4)}
     assert [frontier_text(c.node, c.tasks) for c in saved.values()] == [
-        "web + papers",
+        "papers + web",
         "cite",
         "write",
     ]
@@ -117,15 +117,15 @@ def test_header_history_and_log_name_every_task_of_a_superstep(
         return fe
 
     fe = run_async(main)
-    assert headers == ["web + papers", "cite", "write", "END"]
+    assert headers == ["papers + web", "cite", "write", "END"]
     (history,) = fe.customs("history", "v1")
-    assert history["next"] == "web + papers"
+    assert history["next"] == "papers + web"
     assert summaries(fe.log()) == [
-        (1, "plan", "no change → web + papers"),
+        (1, "plan", "no change → papers + web"),
+        (2, "papers", "notes=+1 item(s) → cite"),  # merged in task order: by name
         (2, "web", "notes=+1 item(s) → cite"),
-        (2, "papers", "notes=+1 item(s) → cite"),
         (3, "cite", "notes=+1 item(s) → write"),
-        (4, "write", 'report="web / papers / cite" → END'),
+        (4, "write", 'report="papers / web / cite" → END'),
     ]
 
 
@@ -140,16 +140,18 @@ def test_a_page_that_cuts_a_superstep_still_names_its_next_superstep(
         try:
             fe.hello()
             await until(lambda: fe.log(), what="the log")
-            # Rows 5 and 6 are web's and papers' updates: one page each.
-            web = (await fe.rows(5, 1))["rows"]
-            papers = (await fe.rows(6, 1))["rows"]
-            only = (await fe.rows(1, 1, kind="state_update"))["rows"]
+            # Rows 5 and 6 are papers' and web's updates (merged by name): one page each.
+            papers = (await fe.rows(5, 1))["rows"]
+            web = (await fe.rows(6, 1))["rows"]
+            first = (await fe.rows(0, 1, kind="state_update"))["rows"]
+            second = (await fe.rows(1, 1, kind="state_update"))["rows"]
         finally:
             fe.close()
-        return web + papers + only
+        return web + papers + first + second
 
     assert summaries(run_async(main)) == [
         (2, "web", "notes=+1 item(s) → cite"),
         (2, "papers", "notes=+1 item(s) → cite"),
-        (2, "web", "notes=+1 item(s) → cite"),
+        (1, "plan", "no change → papers + web"),
+        (2, "papers", "notes=+1 item(s) → cite"),
     ]
