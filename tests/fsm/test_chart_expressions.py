@@ -88,6 +88,17 @@ def test_allowed_expressions_are_evaluated(text: str, expected: Any) -> None:
         "return",
         "...",
         "b'bytes'",
+        # refused by the allow-list before anything is evaluated (no bound needed)
+        "name.upper.__self__",
+        "_event.data.__class__",
+        "(1).__class__",
+        "(lambda x=[0] * 10**9: x)()",
+        "{i: i for i in range(10**9)}",
+        "sum(range(10**9))",
+        "sorted(range(10**9))",
+        "1 << 10**9",
+        "f'{n:>1000000000}'",
+        "'{:>1000000000}'.format(n)",
     ],
 )
 def test_hostile_or_invalid_expressions_raise_expression_error_and_run_nothing(text: str) -> None:
