@@ -139,8 +139,13 @@ def pg_cluster() -> Iterator[ThrowawayPostgres]:
         import psycopg  # noqa: F401
     except ImportError:
         server_missing('psycopg is not installed (pip install -e ".[dev]")')
+    yield from throwaway_cluster({"fsync": "off", "full_page_writes": "off"})
+
+
+def throwaway_cluster(settings: dict[str, str]) -> Iterator[ThrowawayPostgres]:
+    """A fixture's body: a throwaway PostgreSQL server with ``settings``, removed after."""
     try:
-        cluster = ThrowawayPostgres(settings={"fsync": "off", "full_page_writes": "off"})
+        cluster = ThrowawayPostgres(settings=settings)
     except (MissingDependency, StoreUnavailable) as exc:
         server_missing(str(exc))
     try:
@@ -152,15 +157,20 @@ def pg_cluster() -> Iterator[ThrowawayPostgres]:
 _SCHEMAS = itertools.count(1)
 
 
+def schema_dsn(cluster: ThrowawayPostgres, prefix: str = "t") -> str:
+    """A DSN of a new empty schema on ``cluster`` (the first on its ``search_path``)."""
+    import psycopg
+
+    schema = f"{prefix}{os.getpid()}_{next(_SCHEMAS)}"
+    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return cluster.dsn(options=f"-csearch_path%3D{schema}")
+
+
 @pytest.fixture
 def pg_dsn(pg_cluster: ThrowawayPostgres) -> str:
     """A DSN of an empty schema of its own (the first on its ``search_path``)."""
-    import psycopg
-
-    schema = f"t{os.getpid()}_{next(_SCHEMAS)}"
-    with psycopg.connect(pg_cluster.dsn(), autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return pg_cluster.dsn(options=f"-csearch_path%3D{schema}")
+    return schema_dsn(pg_cluster)
 
 
 class Driver:

@@ -14,7 +14,6 @@ a retry does it once.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
@@ -31,10 +30,9 @@ import psycopg
 import pytest
 
 from agentnb import PostgresCheckpointer
-from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.examples import build_refund_workflow
 from agentnb.testing import ThrowawayPostgres
-from tests.conftest import server_missing
+from tests.conftest import schema_dsn, throwaway_cluster
 
 WORKER = Path(__file__).with_name("commit_worker.py")
 ROOT = Path(__file__).parents[2]
@@ -55,25 +53,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThrowawayPostgres]:
     """A server of this module's own, fsync on (``commit_delay`` needs it): its tests crash it."""
-    try:
-        cluster = ThrowawayPostgres(settings=SERVER)
-    except (MissingDependency, StoreUnavailable) as exc:
-        server_missing(str(exc))
-    try:
-        yield cluster
-    finally:
-        cluster.remove()
-
-
-_SCHEMAS = itertools.count(1)
+    yield from throwaway_cluster(SERVER)
 
 
 @pytest.fixture
 def dsn(server: ThrowawayPostgres) -> str:
-    schema = f"c{os.getpid()}_{next(_SCHEMAS)}"
-    with psycopg.connect(server.dsn(), autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return server.dsn(options=f"-csearch_path%3D{schema}")
+    return schema_dsn(server, "c")
 
 
 class Writer:

@@ -3,7 +3,6 @@ connection, and 16 processes deciding the same runs (workers: tests/store/pg_wor
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
@@ -18,10 +17,9 @@ import psycopg
 import pytest
 
 from agentnb import PostgresCheckpointer, Status
-from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.examples import build_refund_workflow
 from agentnb.testing import ThrowawayPostgres
-from tests.conftest import server_missing
+from tests.conftest import schema_dsn, throwaway_cluster
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 ROOT = Path(__file__).parents[2]
@@ -34,25 +32,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThrowawayPostgres]:
     """A cluster of this module's own: these tests restart it and cut its connections."""
-    try:
-        cluster = ThrowawayPostgres(settings={"fsync": "off"})
-    except (MissingDependency, StoreUnavailable) as exc:
-        server_missing(str(exc))
-    try:
-        yield cluster
-    finally:
-        cluster.remove()
-
-
-_SCHEMAS = itertools.count(1)
+    yield from throwaway_cluster({"fsync": "off"})
 
 
 @pytest.fixture
 def dsn(server: ThrowawayPostgres) -> str:
-    schema = f"p{os.getpid()}_{next(_SCHEMAS)}"
-    with psycopg.connect(server.dsn(), autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return server.dsn(options=f"-csearch_path%3D{schema}")
+    return schema_dsn(server, "p")
 
 
 _SPAWNED: list[subprocess.Popen[str]] = []
