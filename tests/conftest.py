@@ -24,6 +24,7 @@ from agentnb import (
 from agentnb._aio import run_sync
 from agentnb.errors import MissingDependency, StoreUnavailable
 from agentnb.testing import ThrowawayPostgres
+from tests.processes import reap
 from tests.values import refusing_reassignment
 
 BACKENDS = ["memory", "sqlite", "postgres", "postgres-pool"]
@@ -49,6 +50,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         asks = {"pg_dsn", "pg_cluster", "dsn"} & set(getattr(item, "fixturenames", ()))
         if asks or any(isinstance(v, str) and v.startswith("postgres") for v in variants):
             item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(autouse=True)
+def reaped() -> Iterator[None]:
+    """Every process a test put in ``tests.processes.SPAWNED`` is gone after it."""
+    yield
+    reap()
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Checkpointer:

@@ -15,6 +15,19 @@ from typing import Any
 
 ROOT = Path(__file__).parents[1]
 
+SPAWNED: list[subprocess.Popen[str]] = []
+"""Processes a test started that must be gone after it, even when it failed early: every
+test ends with :func:`reap` (``tests/conftest.py``)."""
+
+
+def reap() -> None:
+    """Kill and wait for every process in :data:`SPAWNED`."""
+    while SPAWNED:
+        proc = SPAWNED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
 
 def python(
     script: Path | str, *args: str, stdin: bool = False, **env: str

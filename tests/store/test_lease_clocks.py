@@ -15,7 +15,7 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 
 from agentnb import Checkpointer, ManualClock, RunBusy, Status
 from agentnb.cli._stores import open_store
-from tests.processes import python
+from tests.processes import SPAWNED, python
 from tests.store.clock_worker import lamp, slow
 
 WORKER = Path(__file__).with_name("clock_worker.py")
@@ -48,20 +48,6 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_dsn"))
 
 
-_SPAWNED: list[subprocess.Popen[str]] = []
-
-
-@pytest.fixture(autouse=True)
-def reaped() -> Iterator[None]:
-    """Every process a test started is gone after it, even when the test failed early."""
-    yield
-    while _SPAWNED:
-        proc = _SPAWNED.pop()
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
-
-
 def spawn(tmp: Path, command: str, db: str, skew: float, **env: str) -> subprocess.Popen[str]:
     proc = python(
         WORKER,
@@ -72,7 +58,7 @@ def spawn(tmp: Path, command: str, db: str, skew: float, **env: str) -> subproce
         AGENTNB_LEASE=str(LEASE),
         **env,
     )
-    _SPAWNED.append(proc)
+    SPAWNED.append(proc)
     return proc
 
 

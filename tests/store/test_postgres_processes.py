@@ -20,6 +20,7 @@ from agentnb import PostgresCheckpointer, Status
 from agentnb.examples import build_refund_workflow
 from agentnb.testing import ThrowawayPostgres
 from tests.conftest import schema_dsn, throwaway_cluster
+from tests.processes import SPAWNED
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 ROOT = Path(__file__).parents[2]
@@ -40,20 +41,6 @@ def dsn(server: ThrowawayPostgres) -> str:
     return schema_dsn(server, "p")
 
 
-_SPAWNED: list[subprocess.Popen[str]] = []
-
-
-@pytest.fixture(autouse=True)
-def reaped() -> Iterator[None]:
-    """Every worker a test started is gone after it, even when the test failed early."""
-    yield
-    while _SPAWNED:
-        proc = _SPAWNED.pop()
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
-
-
 def spawn(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     environ = {
         **os.environ,
@@ -71,7 +58,7 @@ def spawn(tmp: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    _SPAWNED.append(proc)
+    SPAWNED.append(proc)
     return proc
 
 
@@ -214,7 +201,7 @@ def test_eight_workers_on_600_queued_runs_execute_each_run_exactly_once(
             stderr=subprocess.PIPE,
             text=True,
         )
-        _SPAWNED.append(proc)
+        SPAWNED.append(proc)
         procs.append(proc)
     for proc in procs:
         _, err = proc.communicate(timeout=300)
