@@ -52,17 +52,17 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
 
 def workflow_of(target: str, store: Checkpointer) -> Any:
     """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
-    from agentnb.graph import StateGraph, Workflow
-    from agentnb.render.export import TargetError, import_target
+    from agentnb.errors import DefinitionError
+    from agentnb.graph.targets import bind_workflow
+    from agentnb.graph.workflow import Workflow
 
     try:
-        found = import_target(target)
-    except TargetError as exc:
-        raise UsageError(str(exc)) from None
-    graph = found.graph if isinstance(found, Workflow) else found
-    if not isinstance(graph, StateGraph):
+        found = bind_workflow(target, store)
+    except DefinitionError as exc:
+        raise UsageError(exc.problem) from None
+    if not isinstance(found, Workflow):
         raise UsageError(f"{target} is a {type(found).__name__}, not a StateGraph or Workflow")
-    return graph.compile(store)
+    return found
 
 
 def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:

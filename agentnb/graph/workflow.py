@@ -163,6 +163,21 @@ class Workflow(Drawable):
             self._children[node] = child
         return child
 
+    def bound_to(self, checkpointer: Checkpointer) -> Workflow:
+        """This workflow, its settings kept, on ``checkpointer`` (itself if it is its own)."""
+        if checkpointer is self.checkpointer:
+            return self
+        return Workflow(
+            self.graph,
+            checkpointer,
+            max_steps=self.max_steps,
+            lease_seconds=self.lease_seconds,
+            max_concurrency=self.max_concurrency,
+            keep_streams=self.keep_streams,
+            identity=self._identity,
+            recursion_limit=self.recursion_limit,
+        )
+
     def _threads(self) -> Executor:
         """The pool sync nodes of a superstep run in (``max_concurrency`` threads).
 
