@@ -26,7 +26,7 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
             workflow = workflow_of(args.workflow, store)
             record = workflow.attach(args.run).decide(
                 decision,
-                by=args.approver,
+                by=args.by,
                 comment=args.comment,
                 expected_digest=args.digest,
                 task=args.task,
@@ -36,7 +36,7 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
             record = store.decide(
                 args.run,
                 decision,
-                args.approver,
+                args.by,
                 comment=args.comment,
                 expected_digest=args.digest,
                 task=args.task,
@@ -74,7 +74,7 @@ def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
             store,
             args.run,
             value,
-            by=args.approver,
+            by=args.by,
             comment=args.comment,
             task=args.task,
             expected_digest=args.digest,
