@@ -79,3 +79,16 @@ def test_run_record_worker_is_the_lease_owner_and_warns() -> None:
     run = RunRecord("r", "g", "s", Status.RUNNING, "n", 0, 1, 10, 0.0, 0.0, lease_owner="w1")
     with pytest.warns(DeprecationWarning, match="RunRecord.lease_owner instead"):
         assert run.worker == "w1"
+
+
+def test_the_panels_prefilled_name_is_by_and_approver_warns() -> None:
+    from agentnb.widgets import view
+
+    workflow, run_id = paused(MemoryCheckpointer())
+    panel = view(workflow.attach(run_id), by="ada")
+    panel.close()
+    assert panel.approver == "ada"
+    with pytest.warns(DeprecationWarning, match=r"view\(approver=\.\.\.\) is deprecated"):
+        old = view(workflow.attach(run_id), approver="bob")
+    old.close()
+    assert old.approver == "bob"
