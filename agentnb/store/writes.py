@@ -9,7 +9,6 @@ what an approver saw binds the decision, and a held task's refusal names its rea
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +155,8 @@ def pending_digest(run_id: str, node: str, step: int, state_json: str) -> str:
 
     An approval that carries this digest is refused if the pending state has changed.
     """
+    import hashlib  # (OpenSSL's: a few ms to load) when a run first pauses
+
     text = dumps([run_id, node, step]) + state_json
     return hashlib.sha256(text.encode()).hexdigest()
 
