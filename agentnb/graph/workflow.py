@@ -6,7 +6,6 @@ Routing lives here and is a pure function of ``(node, state)``. Driving runs liv
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -479,6 +478,8 @@ def _validate(graph: StateGraph) -> str:
 
 def _shape_digest(wf: Workflow) -> str:
     """A fingerprint of what a stored run depends on: nodes, edges, branches, interrupts."""
+    import hashlib  # (OpenSSL's: a few ms to load) when a graph is compiled
+
     edges = sorted((s, t) for s, targets in wf.edges.items() for t in targets)
     shape: dict[str, Any] = {
         "entry": wf.entry,

@@ -19,7 +19,6 @@ they are built (``tests/values.py``).
 
 from __future__ import annotations
 
-import datetime as _dt
 import warnings
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -94,6 +93,8 @@ DECISIONS = ("approved", "rejected")
 
 
 def _iso(at: float) -> str:
+    import datetime as _dt
+
     return _dt.datetime.fromtimestamp(at, _dt.UTC).isoformat(timespec="milliseconds")
 
 

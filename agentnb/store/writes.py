@@ -8,7 +8,6 @@ state an approver saw (the rules that check it are :mod:`agentnb.store.decisions
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,5 +108,7 @@ def pending_digest(run_id: str, node: str, step: int, state_json: str) -> str:
 
     An approval that carries this digest is refused if the pending state has changed.
     """
+    import hashlib  # (OpenSSL's: a few ms to load) when a run first pauses
+
     text = dumps([run_id, node, step]) + state_json
     return hashlib.sha256(text.encode()).hexdigest()
