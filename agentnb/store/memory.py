@@ -434,8 +434,10 @@ class MemoryCheckpointer(Checkpointer):
             saved = sorted(self._checkpoints[run_id].items())
         return [CheckpointInfo(run_id, step, row.node, row.at) for step, row in saved]
 
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        return memory_retention.delete_run(self, run_id, include_audit)
+    def delete_run(
+        self, run_id: str, *, include_audit: bool = False, awaiting: bool = False
+    ) -> Pruned:
+        return memory_retention.delete_run(self, run_id, include_audit, awaiting)
 
     def prune(
         self,

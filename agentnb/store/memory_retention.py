@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["delete_run", "prune"]
 
 
-def delete_run(store: MemoryCheckpointer, run_id: str, include_audit: bool) -> Pruned:
+def delete_run(
+    store: MemoryCheckpointer, run_id: str, include_audit: bool, awaiting: bool = False
+) -> Pruned:
     with store._lock:
-        check_deletable(store._get(run_id))
+        check_deletable(store._get(run_id), awaiting=awaiting)
         return Pruned((run_id,), _delete(store, run_id, include_audit))
 
 

@@ -126,10 +126,14 @@ def prunable_statuses(status: Status | str | None) -> tuple[Status, ...]:
     return (found,)
 
 
-def check_deletable(run: RunRecord, now: float | None = None) -> None:
-    """Refuse (:class:`~agentnb.errors.RunActive`) a run that must not be deleted."""
+def check_deletable(run: RunRecord, now: float | None = None, *, awaiting: bool = False) -> None:
+    """Refuse (:class:`~agentnb.errors.RunActive`) a run that must not be deleted.
+
+    ``awaiting``: a run that waits for a person (pending) or a worker (approved) may go
+    too (``start(..., replace=True)``); a run held by a live lease never does.
+    """
     now = time.time() if now is None else now
-    if run.status in (Status.PENDING, Status.APPROVED):
+    if not awaiting and run.status in (Status.PENDING, Status.APPROVED):
         raise RunActive(run.run_id, str(run.status))
     live = run.lease_owner is not None and (run.lease_expires or 0) > now
     if live and not owner_is_dead(run.lease_owner):
