@@ -20,6 +20,9 @@ The rules, the same in every backend:
   :meth:`~agentnb.store.base.Checkpointer.delete_run` refuses the three cases above with
   :class:`~agentnb.errors.RunActive`. Both decide inside the write transaction, so a worker
   or an approver in another process cannot slip in between the check and the delete.
+  The one exception is asked for by name: ``start(..., run_id=..., replace=True)`` (and
+  ``delete_run(..., awaiting=True)``) deletes a pending or approved run it replaces, with
+  its audit; a run held by a live lease is refused there too.
 * **State-machine instances** are not runs: ``prune`` leaves them (and their event records)
   alone. An instance has no "finished" status a retention rule could rely on — a machine in
   a final state is still what a person inspects.
