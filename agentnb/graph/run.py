@@ -9,6 +9,7 @@ another after a restart.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentnb._aio import alone, iterate_sync, run_sync
 from agentnb._display import Drawable, HasTimeline, Viewable
 from agentnb._json import check, dumps, loads
-from agentnb.errors import AgentnbError
+from agentnb.errors import AgentnbError, RunNotFound
 from agentnb.graph.approvals import Approvals
 from agentnb.graph.context import NodeContext
 from agentnb.graph.state import apply_delta, json_copy
@@ -31,6 +32,7 @@ from agentnb.store.records import Decision, Effect, Event, EventType, RunRecord,
 
 if TYPE_CHECKING:
     from agentnb.graph.workflow import Workflow
+    from agentnb.store.base import Checkpointer
 
 __all__ = ["NodeContext", "Run", "StepResult"]
 
@@ -88,9 +90,12 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         origin: dict[str, Any] | None = None,
         tasks: dict[str, Any] | None = None,
         status: Status = Status.RUNNING,
+        replace: bool = False,
     ) -> Run:
         check(state, root="state")
         state_json = dumps(state)
+        if replace and run_id:
+            _replace(workflow.checkpointer, run_id)
         run_id = run_id or os.urandom(16).hex()
         node = node or workflow.entry
         now = time.time()
@@ -330,3 +335,20 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
                     yield event
         finally:
             self._adopt(driver.position)
+
+
+def _replace(store: Checkpointer, run_id: str) -> None:
+    """Delete run ``run_id`` (if there is one) and its subgraph runs, with their audit, for
+    a new run of that id (``start(..., replace=True)``).
+
+    The run goes first, in one transaction that refuses a run held by a live lease
+    (:class:`~agentnb.errors.RunActive`, nothing deleted); then its children, which a new
+    run of the same id would otherwise find and continue.
+    """
+    with contextlib.suppress(RunNotFound):  # nothing to replace
+        store.delete_run(run_id, include_audit=True, awaiting=True)
+    prefix = f"{run_id}/"
+    for record in store.list_runs():
+        if record.run_id.startswith(prefix):
+            with contextlib.suppress(RunNotFound):  # deleted meanwhile, by another process
+                store.delete_run(record.run_id, include_audit=True, awaiting=True)

@@ -275,14 +275,44 @@ class Workflow(Drawable):
 
     # -- runs ----------------------------------------------------------------------------
 
-    def start(self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Run:
+    def start(
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        replace: bool = False,
+    ) -> Run:
         """Create a run at the entry point without executing anything; returns its handle.
 
         Step it with ``run.step()`` or finish it with ``run.run()``.
+
+        Args:
+            state: the input, merged into the schema's defaults by the reducers.
+            run_id: the run's id (default: a new random one). An id names one run: starting
+                it again raises :class:`~agentnb.errors.StoreError`, unless ``replace``.
+            replace: if a run ``run_id`` exists, delete it first — its checkpoints, events,
+                effect ledger, subgraph runs **and its decision audit**, so nothing of it can
+                be read as the new run's — then start afresh under the same id: a notebook
+                cell that starts a fixed id can be run again. A run held by a live lease (a
+                worker driving it) is refused with :class:`~agentnb.errors.RunActive` and
+                nothing is deleted; a pending or approved run is replaced. The new run's
+                ``ctx.idempotency_key`` values are the old run's (``run_id:step:task``): a
+                service that de-duplicates by them answers a repeated effect with its
+                first receipt. Keep ``replace`` for runs whose audit nobody needs: give a
+                run that must stay on record an id of its own.
+
+        Example:
+            >>> from agentnb import StateGraph
+            >>> wf = StateGraph("hi").add_node("greet", lambda s: {"n": s["n"] + 1})
+            >>> wf = wf.set_entry_point("greet").compile()
+            >>> wf.start({"n": 1}, run_id="hello").run().state["n"]
+            2
+            >>> wf.start({"n": 10}, run_id="hello", replace=True).run().state["n"]
+            11
         """
         from agentnb.graph.run import Run
 
-        return Run._create(self, self.first_state(state), run_id)
+        return Run._create(self, self.first_state(state), run_id, replace=replace)
 
     def first_state(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
         """A run's first state, as LangGraph makes it: each schema reducer key at its
@@ -303,8 +333,15 @@ class Workflow(Drawable):
         reduced = {k: v for k, v in given.items() if k in start}
         return {**given, **apply_delta(start, reduced, self.reducers)}
 
-    def submit(self, state: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> Run:
+    def submit(
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        replace: bool = False,
+    ) -> Run:
         """Queue a run for a :class:`~agentnb.Worker`; nothing executes in the caller.
+        ``run_id`` and ``replace`` are :meth:`start`'s.
 
         The run is saved ``queued`` (durably, with its first checkpoint) and returned as a
         handle: any worker with this workflow (``agentnb worker --db ... --workflow ...``,
@@ -324,7 +361,9 @@ class Workflow(Drawable):
         """
         from agentnb.graph.run import Run
 
-        return Run._create(self, self.first_state(state), run_id, status=Status.QUEUED)
+        return Run._create(
+            self, self.first_state(state), run_id, status=Status.QUEUED, replace=replace
+        )
 
     def attach(self, run_id: str) -> Run:
         """Re-attach to an existing run (after a restart, or from another kernel).

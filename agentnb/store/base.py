@@ -215,12 +215,16 @@ class Checkpointer(Driving):
     # -- retention (rules: agentnb.store.retention) ----------------------------------------
 
     @abstractmethod
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+    def delete_run(
+        self, run_id: str, *, include_audit: bool = False, awaiting: bool = False
+    ) -> Pruned:
         """Delete one run: its row, checkpoints, events, policy and effect ledger.
 
         The decision audit stays unless ``include_audit``. A run that is pending, approved
         or held by a live lease is refused with :class:`~agentnb.errors.RunActive`
-        (nothing deleted); an unknown id raises :class:`~agentnb.errors.RunNotFound`.
+        (nothing deleted); with ``awaiting``, a pending or approved run goes too (what
+        ``start(..., replace=True)`` does), a leased one is still refused. An unknown id
+        raises :class:`~agentnb.errors.RunNotFound`.
         """
 
     @abstractmethod

@@ -491,9 +491,11 @@ class MemoryCheckpointer(Checkpointer):
             saved = sorted(self._checkpoints[run_id].items())
         return [CheckpointInfo(run_id, step, row.node, row.at) for step, row in saved]
 
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+    def delete_run(
+        self, run_id: str, *, include_audit: bool = False, awaiting: bool = False
+    ) -> Pruned:
         with self._lock:  # checked and deleted under it, as the SQL stores do in one transaction
-            check_deletable(self._get(run_id))
+            check_deletable(self._get(run_id), awaiting=awaiting)
             return Pruned((run_id,), self._delete(run_id, include_audit))
 
     def prune(

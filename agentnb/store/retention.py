@@ -20,6 +20,9 @@ The rules, the same in every backend:
   :meth:`~agentnb.store.base.Checkpointer.delete_run` refuses the three cases above with
   :class:`~agentnb.errors.RunActive`. Both decide inside the write transaction, so a worker
   or an approver in another process cannot slip in between the check and the delete.
+  The one exception is asked for by name: ``start(..., run_id=..., replace=True)`` (and
+  ``delete_run(..., awaiting=True)``) deletes a pending or approved run it replaces, with
+  its audit; a run held by a live lease is refused there too.
 * **State-machine instances** are not runs: ``prune`` leaves them (and their event records)
   alone. An instance has no "finished" status a retention rule could rely on — a machine in
   a final state is still what a person inspects.
@@ -126,10 +129,14 @@ def prunable_statuses(status: Status | str | None) -> tuple[Status, ...]:
     return (found,)
 
 
-def check_deletable(run: RunRecord, now: float | None = None) -> None:
-    """Refuse (:class:`~agentnb.errors.RunActive`) a run that must not be deleted."""
+def check_deletable(run: RunRecord, now: float | None = None, *, awaiting: bool = False) -> None:
+    """Refuse (:class:`~agentnb.errors.RunActive`) a run that must not be deleted.
+
+    ``awaiting``: a run that waits for a person (pending) or a worker (approved) may go
+    too (``start(..., replace=True)``); a run held by a live lease never does.
+    """
     now = time.time() if now is None else now
-    if run.status in (Status.PENDING, Status.APPROVED):
+    if not awaiting and run.status in (Status.PENDING, Status.APPROVED):
         raise RunActive(run.run_id, str(run.status))
     live = run.lease_owner is not None and (run.lease_expires or 0) > now
     if live and not owner_is_dead(run.lease_owner):

@@ -355,10 +355,14 @@ class SqlCheckpointer(Checkpointer):
             self.get_run(run_id)
         return found
 
-    def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
+    def delete_run(
+        self, run_id: str, *, include_audit: bool = False, awaiting: bool = False
+    ) -> Pruned:
         with self._reclaiming() as reclaim:
             with self._write() as db:
-                audit = sql_retention.delete(db, run_id, include_audit=include_audit)
+                audit = sql_retention.delete(
+                    db, run_id, include_audit=include_audit, awaiting=awaiting
+                )
             freed, returned = reclaim(True)
         return Pruned((run_id,), audit, freed, returned)
 

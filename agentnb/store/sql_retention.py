@@ -47,7 +47,12 @@ AUDIT_TABLES = ("decisions", "decision_edits")
 
 
 def delete(
-    db: sqlite3.Connection, run_id: str, *, include_audit: bool, now: float | None = None
+    db: sqlite3.Connection,
+    run_id: str,
+    *,
+    include_audit: bool,
+    now: float | None = None,
+    awaiting: bool = False,
 ) -> int:
     """Delete ``run_id`` in the caller's transaction; return the audit rows deleted.
     Whether its lease is live is decided at ``now`` (default: the database's clock).
@@ -55,7 +60,7 @@ def delete(
     Raises :class:`~agentnb.errors.RunNotFound` or :class:`~agentnb.errors.RunActive`
     before anything is deleted.
     """
-    check_deletable(get_run(db, run_id), clock(db) if now is None else now)
+    check_deletable(get_run(db, run_id), clock(db) if now is None else now, awaiting=awaiting)
     # The run's row first: the audit's triggers refuse to delete the audit of a run
     # that still exists.
     db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))

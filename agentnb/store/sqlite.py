@@ -321,6 +321,18 @@ class _Reading:
                 raise typed from error
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``; ``None`` when there is none (or the
+    path names no file: ``":memory:"``, a URI)."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return None
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino)
+
+
 class SqliteCheckpointer(SqlCheckpointer):
     """Checkpoints in a SQLite file (or ``":memory:"``), for the processes of one machine.
 
@@ -402,9 +414,25 @@ class SqliteCheckpointer(SqlCheckpointer):
         self._closed = False
         self._writes = 0
         self._wal_over = False
+        self._file = _file_id(self.path)
 
     def __repr__(self) -> str:
         return f"<SqliteCheckpointer {self.path!r}>"
+
+    def file_status(self) -> str | None:
+        """Whether the file this store opened is still the one at :attr:`path`.
+
+        ``None`` while it is (and for ``":memory:"``); ``"deleted"`` once no file is
+        there, ``"replaced"`` once another one is (deleted, then created again). The store
+        goes on reading and writing the file it opened, which no new store or other
+        process opening :attr:`path` sees any more.
+        """
+        if self._file is None:
+            return None
+        now = _file_id(self.path)
+        if now is None:
+            return "deleted"
+        return None if now == self._file else "replaced"
 
     @property
     def machines(self) -> SqliteMachineStore:

@@ -87,28 +87,71 @@ def grade(
     with _evidence(db, store, run, instance, answer) as evidence:
         outcome = found.checker(evidence)
     hint = None if outcome.passed else (outcome.hint or found.hint)
-    read = _read_from(db, store if store is not None else getattr(run, "workflow", None))
-    return Result(found.id, found.title, outcome.passed, outcome.observed, hint, read)
+    source = store if store is not None else getattr(run, "workflow", None)
+    read, warning = _read_from(db, source)
+    return Result(found.id, found.title, outcome.passed, outcome.observed, hint, read, warning)
 
 
-def _read_from(db: str | os.PathLike[str] | None, source: Any) -> str | None:
-    """The file a verdict was read from, as the student names it: ``db`` as given, else the
+def _read_from(db: str | os.PathLike[str] | None, source: Any) -> tuple[str | None, str | None]:
+    """The file a verdict was read from, as the student names it — ``db`` as given, else the
     path of a SQLite store (a workflow's checkpointer), relative to the working directory when
-    inside it. A ✗ shows it, so grading the wrong file cannot pass unnoticed."""
-    if db is not None:
-        return os.fspath(db)
+    inside it — and a warning when the records may be in another file than the one read.
+
+    A ✗ shows the file, so grading the wrong file cannot pass unnoticed; the warning shows
+    either way. Two ways to read another file than the student wrote to, both what a
+    notebook's cell deleting ``runs/*.sqlite3*`` leaves: the store graded still has the
+    deleted (or since replaced) file open; or this file is the new one, and a store of this
+    kernel opened before still writes to the deleted one.
+    """
     from agentnb.store.sqlite import SqliteCheckpointer
 
     store = getattr(source, "checkpointer", source)
-    # A file only: a server's address is no file, and may carry a password.
-    path = store.path if isinstance(store, SqliteCheckpointer) else None
-    if path is None or path == ":memory:":
-        return None
+    if db is not None:
+        path = os.fspath(db)
+    elif isinstance(store, SqliteCheckpointer) and store.file_status() is None:
+        path = store.path  # a file only: a server's address is none, and may carry a password
+    elif isinstance(store, SqliteCheckpointer):
+        name = _shown(store.path)
+        return f"{name} ({store.file_status()} since this store opened it)", (
+            f"the store graded still uses the file it opened, and {name} is no longer that "
+            f"file: what was recorded is not in {name}. Run the cell that opens the store "
+            "again, then the exercise's cells (a new run on the new store)."
+        )
+    else:
+        return None, None
+    if path == ":memory:":
+        return None, None
+    name = _shown(path)
+    if _deleted_twin_open(path):
+        return name, (
+            f"this kernel still has an earlier {name} open, deleted since: runs made on a "
+            "store opened before its file was deleted are recorded there, not in the file "
+            "read. Run the cells that build the exercise's workflows on the new store again."
+        )
+    return name, None
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory when inside it, else as it is."""
     with contextlib.suppress(ValueError):  # another drive (Windows)
         relative = os.path.relpath(path)
         if not relative.startswith(os.pardir):
             return relative
     return path
+
+
+def _deleted_twin_open(path: str) -> bool:
+    """Whether this process holds open a deleted file that was at ``path`` (Linux's
+    ``/proc/self/fd`` names it ``PATH (deleted)``; elsewhere nothing is known: False)."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return False
+    gone = os.path.realpath(path) + " (deleted)"
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == gone:
+                return True
+    return False
 
 
 def check(

@@ -43,6 +43,9 @@ class Result:
     hint: str | None = None
     read: str | None = None
     """The database file the evidence was read from (``None``: a store in memory)."""
+    warning: str | None = None
+    """Said whether it passed or not: the file read is not where the student's records
+    are (deleted or replaced under an open store), so the grade may be of the wrong file."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -50,8 +53,10 @@ class Result:
     def __str__(self) -> str:
         mark = "✓" if self.passed else "✗"
         line = f"{mark} {self.exercise} {self.title}: {self.observed}"
-        if not self.passed and self.read:
+        if self.read and (not self.passed or self.warning):
             line += f"\n  read: {self.read}"
+        if self.warning:
+            line += f"\n  ⚠ {self.warning}"
         if not self.passed and self.hint:
             line += f"\n  hint: {self.hint}"
         return line

@@ -354,7 +354,11 @@ class RunView(LiveView):
         try:  # one read: what run.history()[step].state reads, without listing the run
             item: Checkpoint | LazyCheckpoint = self._store.checkpoint(self.run_id, step)
         except StoreError:  # no checkpoint of its own: the one before it, from the listing
-            history = self.run.history()
+            try:
+                history = self.run.history()
+            except StoreError as exc:  # closed (a notebook's last cell closes its store)
+                self.error = f"step {step} cannot be shown: {exc}"
+                return
             at = bisect.bisect_right(history.steps, step) - 1
             if at < 0:
                 return

@@ -27,6 +27,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
+COURSE = Path(__file__).resolve().parents[2] / "notebooks"
+"""The course's notebooks: 06-09 (and the module 08 imports) are served under ``course/``."""
+COURSE_FILES = ("0[6-9]-*.ipynb", "scale_out.py")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -160,18 +163,25 @@ class Lab:
 
 
 def start_lab(tmp: Path) -> Lab:
-    """Copy the test notebooks (outputs cleared) into ``tmp`` and serve them."""
+    """Copy the test notebooks and the course's 06-09 (outputs cleared) into ``tmp`` and
+    serve them."""
     import nbformat
 
     root, config, runtime, data = (tmp / d for d in ("root", "config", "runtime", "data"))
-    for d in (root, config, runtime, data, tmp / "ipython"):
+    for d in (root, config, runtime, data, tmp / "ipython", root / "course"):
         d.mkdir(parents=True)
-    for source in NOTEBOOKS.glob("*.ipynb"):
+    sources = [(s, root / s.name) for s in NOTEBOOKS.glob("*.ipynb")]
+    for pattern in COURSE_FILES:
+        sources += [(s, root / "course" / s.name) for s in COURSE.glob(pattern)]
+    for source, target in sources:
+        if source.suffix != ".ipynb":
+            shutil.copyfile(source, target)
+            continue
         nb = nbformat.read(source, as_version=4)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        nbformat.write(nb, root / source.name)
+        nbformat.write(nb, target)
     token, port = secrets.token_hex(16), free_port()
     env = {
         **os.environ,

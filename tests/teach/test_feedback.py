@@ -137,3 +137,48 @@ def test_the_store_a_notebook_wrote_to_is_graded_even_after_its_file_was_deleted
             from_file = grade("06.1", db=db)
     assert not from_file.passed
     assert "read: " + str(db) in str(from_file)
+
+
+def test_a_store_whose_file_was_deleted_says_so_pass_or_fail(tmp_path: Path) -> None:
+    db = tmp_path / "09-exercises.sqlite3"
+    with SqliteCheckpointer(db) as written:
+        assert written.file_status() is None
+        p.research(written, joined=True)
+        for old in tmp_path.glob(db.name + "*"):
+            old.unlink()
+        assert written.file_status() == "deleted"
+        graded = grade("06.1", store=written)
+        assert graded.passed  # the records are the student's, in the file the store has open
+        assert graded.read == f"{db} (deleted since this store opened it)"
+        assert graded.warning is not None
+        assert f"{db} is no longer that file" in graded.warning
+        assert str(graded).splitlines()[1:] == [
+            f"  read: {graded.read}",
+            f"  ⚠ {graded.warning}",
+        ]
+        with SqliteCheckpointer(db):  # created again under the name
+            assert written.file_status() == "replaced"
+            assert grade("06.1", store=written).read == (
+                f"{db} (replaced since this store opened it)"
+            )
+
+
+def test_a_file_read_while_an_earlier_store_writes_to_its_deleted_twin_is_flagged(
+    tmp_path: Path,
+) -> None:
+    # Notebook 06 after its setup cell ran again: `store` is new, but a workflow compiled
+    # before still writes to the store opened first, whose file that cell deleted.
+    db = tmp_path / "06-parallel.sqlite3"
+    with SqliteCheckpointer(db) as earlier:
+        for old in tmp_path.glob(db.name + "*"):
+            old.unlink()
+        with SqliteCheckpointer(db) as store:
+            p.research(earlier, joined=True)
+            for graded in (grade("06.1", store=store), grade("06.1", db=db)):
+                assert not graded.passed
+                assert graded.read == str(db)
+                assert graded.warning is not None
+                assert graded.warning.startswith(f"this kernel still has an earlier {db} open")
+                assert f"\n  ⚠ {graded.warning}" in str(graded)
+    with SqliteCheckpointer(db) as store:  # the earlier store closed: nothing to warn of
+        assert grade("06.1", store=store).warning is None

@@ -155,3 +155,27 @@ def test_a_page_that_cuts_a_superstep_still_names_its_next_superstep(
         (1, "plan", "no change → papers + web"),
         (2, "papers", "notes=+1 item(s) → cite"),
     ]
+
+
+def test_a_history_the_closed_store_cannot_read_says_so_in_the_panel(
+    store: SqliteCheckpointer,
+) -> None:
+    # Notebook 09 after Run All: its last cell closes the store the panel reads.
+    run = outline(store).start({"notes": []}, run_id="closed")
+    run.run()
+
+    async def main() -> Frontend:
+        fe = Frontend(run)
+        try:
+            fe.hello()
+            store.close()
+            fe.click("history", view="v1", step=1)
+            await until(lambda: bool(fe.view.error), what="the error")
+        finally:
+            fe.close()
+        return fe
+
+    fe = run_async(main)
+    assert fe.customs("history", "v1") == []
+    assert fe.view.error.startswith("step 1 cannot be shown: the checkpointer for ")
+    assert fe.view.error.endswith("is closed; open a new one")
