@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agentnb._display import Drawable
 from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError
+from agentnb.fsm.chart import Statechart
+from agentnb.fsm.flat import compile_machine
 from agentnb.fsm.rules import (
     EdgeSpec,
     Finding,
@@ -318,8 +320,15 @@ class StateMachine(Drawable):
         """Validate, then refuse further changes. :meth:`start` does this for you."""
         if not self._frozen:
             self.validate()
+            self._chart = compile_machine(self)
             self._frozen = True
         return self
+
+    @property
+    def chart(self) -> Statechart:
+        """The statechart this machine runs as (:mod:`agentnb.fsm.flat`); freezes it."""
+        self.freeze()
+        return self._chart
 
     # -- deciding ---------------------------------------------------------------------
 
