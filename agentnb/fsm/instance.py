@@ -318,9 +318,7 @@ class MachineInstance(Drawable, MachineViewable):
         return snap
 
     def _session_state(self) -> dict[str, Any]:
-        chart = self._snapshot().chart
-        assert chart is not None  # every snapshot carries its session (migration 13)
-        return chart
+        return self._snapshot().chart
 
     def _active(self) -> list[Any]:
         state = self._session_state()
@@ -341,7 +339,7 @@ class MachineInstance(Drawable, MachineViewable):
         """Run one event through the interpreter on ``snap``; saves nothing, calls no
         listener (it may run in a worker thread: see :meth:`asend`)."""
         definition, chart = self._definition, self._chart  # as they are when the step starts
-        session = Session.restore(chart, _session_of(snap), snap.context)
+        session = Session.restore(chart, snap.chart, snap.context)
         route = event.pop(ROUTE, None)
         if route:  # a timer sent by or to an invoked child session
             target = session.find(route["to"])
@@ -403,7 +401,7 @@ class MachineInstance(Drawable, MachineViewable):
         assert record is not None
         with self._lock:
             if self._definition is not step.definition:
-                missing = sorted(set(after.chart["configuration"]) - set(self._chart.nodes))  # type: ignore[index]
+                missing = sorted(set(after.chart["configuration"]) - set(self._chart.nodes))
                 if missing:
                     raise IncompatibleMachine(
                         self.id,
@@ -448,11 +446,6 @@ def _external(event: object, payload: Any) -> dict[str, Any]:
     return new_event(str(event), payload)
 
 
-def _session_of(snap: InstanceSnapshot) -> Mapping[str, Any]:
-    assert snap.chart is not None  # every snapshot carries its session (migration 13)
-    return snap.chart
-
-
 def _summary(session: Session) -> str:
     atomic = sorted((n for n in session.configuration if n.is_atomic), key=lambda n: n.order)
     return " ".join(n.id for n in atomic)
@@ -461,7 +454,7 @@ def _summary(session: Session) -> str:
 def _incompatibility(snap: InstanceSnapshot, name: str, chart: Statechart) -> str | None:
     if name != snap.machine:
         return f"it was started by machine {snap.machine!r}, not {name!r}"
-    missing = [i for i in _session_of(snap)["configuration"] if i not in chart.nodes]
+    missing = [i for i in snap.chart["configuration"] if i not in chart.nodes]
     if len(missing) == 1:
         return f"it is in state {missing[0]!r}, which the new definition does not have"
     if missing:

@@ -30,7 +30,6 @@ def chart_buttons(instance: MachineInstance) -> list[dict[str, Any]]:
     """``{"event", "enabled", "reason", "target"}`` for every event the chart names."""
     snap = instance.store.load(instance.id)
     assert snap is not None
-    assert snap.chart is not None
     buttons = []
     for event in _events(instance.chart):
         session = Session.restore(instance.chart, snap.chart, snap.context)
