@@ -86,6 +86,7 @@ def test_a_migrated_instance_in_a_final_state_stays_ended(old_file: Path) -> Non
         with pytest.raises(TransitionNotAllowed):
             ended.send("timer")
         fresh = light().resume("fresh", store=store)
-        assert fresh.in_state("RED") and not fresh.is_final
+        assert fresh.in_state("RED")
+        assert not fresh.is_final
         fresh.send("off")
         assert fresh.is_final
