@@ -65,6 +65,8 @@ class Runtime(Protocol):
     """What executable content may do to a running session."""
 
     data: dict[str, Any]
+    written: set[str]
+    """The datamodel keys content set during this event (a record's ``delta`` has them)."""
 
     def evaluate(self, expr: Expression) -> Any: ...
     def assign(self, location: Location, value: Any, *, declare: bool = False) -> None: ...
@@ -342,6 +344,7 @@ class Call:
                     f"context[{key!r}]", f"the key set by {_name(self.fn)!r} is not a str"
                 )
         rt.data.update(copy.deepcopy(dict(result)))
+        rt.written.update(result)
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -358,7 +358,12 @@ class MachineInstance(Drawable, MachineViewable):
             if strict:
                 return _Step(definition, session, None, None, None, refusal)
         check(session.data, root="context")
-        delta = {k: v for k, v in session.data.items() if snap.context.get(k, _MISSING) != v}
+        # What the step set (a flat hook returning a key's old value sets it) or changed.
+        delta = {
+            k: v
+            for k, v in session.data.items()
+            if k in session.written or snap.context.get(k, _MISSING) != v
+        }
         taken = [n for step in session.trace for n in step.transitions]
         record = TransitionRecord(
             instance_id=self.id,
