@@ -226,8 +226,9 @@ class Statechart(Drawable):
     def subscribe(self, listener: Callable[[Any, Any], object]) -> Callable[[], None]:
         """Call ``listener(instance, record)`` after every step an instance commits.
 
-        As for :meth:`~agentnb.fsm.StateMachine.subscribe`: not part of the definition, called
-        outside the store's locks, a raising listener is reported with a :class:`RuntimeWarning`.
+        As for :meth:`~agentnb.fsm.StateMachine.subscribe`: not called for an ignored event
+        or a repeated ``event_id``, not part of the definition, called outside the store's
+        locks, a raising listener is reported with a :class:`RuntimeWarning`.
         Returns an unsubscribe function (calling it twice is harmless).
         """
         return self.listeners.add(listener)

@@ -416,7 +416,7 @@ class MachineInstance(Drawable, MachineViewable):
                     )
             saved = self.store.commit(after, record, step.timers)
         fresh = saved.seq == record.seq and saved.at == record.at
-        if fresh:  # outside the lock: a listener may send events
+        if fresh and not saved.ignored:  # outside the lock: a listener may send events
             _chart_of(step.definition).listeners.notify(self, saved)
         return saved, fresh
 
