@@ -3,7 +3,9 @@
 A :class:`StateMachine` is a definition, not a running thing: it says which states exist,
 which event moves which state where, under which guard, and what runs on the way. Running
 instances (:meth:`StateMachine.start`) keep their own state and *context*: the state is just
-the node; the data lives in the context, a JSON dict kept beside it.
+the node; the data lives in the context, a JSON dict kept beside it. A frozen machine
+compiles to the statechart it is (:attr:`StateMachine.chart`, :mod:`agentnb.fsm.flat`), and
+its instances run on the one statechart interpreter.
 
 Example:
     >>> from enum import Enum, auto
