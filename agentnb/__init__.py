@@ -169,7 +169,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ChartInstance": "agentnb.fsm.chart_instance",
+    "ChartInstance": "agentnb.fsm.instance",
     "Final": "agentnb.fsm.chart",
     "History": "agentnb.fsm.chart",
     "ManualClock": "agentnb.fsm.timers",

@@ -19,9 +19,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import inspect
 import sys
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -247,3 +248,44 @@ class Wakeup:
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+_awaiter: contextvars.ContextVar[Callable[[Coroutine[Any, Any, Any]], Any] | None] = (
+    contextvars.ContextVar("agentnb_awaiter", default=None)
+)
+
+
+async def run_threaded(fn: Callable[..., T], *args: Any) -> T:
+    """Run the sync ``fn(*args)`` in a worker thread, so that this loop stays free while it
+    runs; an awaitable that ``fn`` meets and passes to :func:`settle` is awaited *on this
+    loop* (the caller's), the thread waiting for it.
+
+    This is how a state machine's interpreter, which is plain sync code, runs async guards,
+    actions and hooks from :meth:`~agentnb.MachineInstance.asend`: they see the loop the
+    caller awaits on, and concurrent sends on it interleave as coroutines do.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+
+    def wait(coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    context = contextvars.copy_context()
+    context.run(_awaiter.set, wait)
+    return await loop.run_in_executor(None, context.run, fn, *args)
+
+
+def settle(value: Any) -> Any:
+    """``value``, or what it gives when it is awaitable: awaited on the loop of the
+    :func:`run_threaded` call running this code, or — outside one — as a sync call does
+    (:func:`run_sync`)."""
+    if not inspect.isawaitable(value):
+        return value
+    coro = value if inspect.iscoroutine(value) else _awaited(value)
+    wait = _awaiter.get()
+    return run_sync(coro) if wait is None else wait(coro)
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value

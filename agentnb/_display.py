@@ -99,5 +99,5 @@ class MachineViewable:
         """
         from agentnb.widgets import view_machine
 
-        # Only MachineInstance and ChartInstance mix this in.
+        # Only MachineInstance (ChartInstance is the same class) mixes this in.
         return view_machine(self, **options)  # type: ignore[arg-type]

@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 from agentnb._postgres_server import ThrowawayPostgres, throwaway_postgres
 from agentnb.errors import TransitionNotAllowed
 from agentnb.fsm.chart import Statechart
-from agentnb.fsm.chart_instance import ChartInstance
 from agentnb.fsm.instance import MachineInstance
 from agentnb.fsm.machine import StateMachine
 from agentnb.fsm.records import TransitionRecord
@@ -45,9 +44,7 @@ from agentnb.store.records import Event
 
 __all__ = ["CapturedEvents", "ThrowawayPostgres", "capture_events", "throwaway_postgres"]
 
-Source = (
-    Workflow | Run | StateMachine | Statechart | MachineInstance | ChartInstance | CircuitBreaker
-)
+Source = Workflow | Run | StateMachine | Statechart | MachineInstance | CircuitBreaker
 T = TypeVar("T")
 
 
@@ -138,7 +135,7 @@ def _listen(captured: CapturedEvents, source: object) -> list[Callable[[], None]
         return [source.workflow.subscribe(run_event)]
     if isinstance(source, StateMachine | Statechart):
         return [source.subscribe(lambda _, record: captured._add(captured.transitions, record))]
-    if isinstance(source, MachineInstance | ChartInstance):
+    if isinstance(source, MachineInstance):
         instance_id = source.id
 
         def transition(_: Any, record: TransitionRecord) -> None:
@@ -170,7 +167,7 @@ def capture_events(*sources: Source) -> Iterator[CapturedEvents]:
     Args:
         sources: a :class:`~agentnb.Workflow` (every run's events), a :class:`~agentnb.Run`
             (that run's events), a ``StateMachine`` or ``Statechart`` (every instance's
-            transitions), a ``MachineInstance`` or ``ChartInstance`` (its transitions and
+            transitions), a ``MachineInstance`` (its transitions and
             refused events; the definition it follows when the block starts), or a
             :class:`~agentnb.CircuitBreaker`.
 

@@ -7,8 +7,10 @@ beside it. Definitions are built in code (:class:`StateMachine`) or loaded from 
 Statecharts (:class:`~agentnb.Statechart` with :class:`~agentnb.State`,
 :class:`~agentnb.Parallel`, :class:`~agentnb.Final`, :class:`~agentnb.History`; or
 :func:`~agentnb.load_scxml`, :func:`~agentnb.load_statechart`, :func:`~agentnb.load_xstate`)
-run with the W3C SCXML semantics; their instances (:class:`~agentnb.ChartInstance`) share the flat
-instance API and keep delayed events as durable timers in the store.
+run with the W3C SCXML semantics. A flat machine is a statechart without nesting: it compiles
+onto the same interpreter (:mod:`agentnb.fsm.flat`), and every instance is one class,
+:class:`MachineInstance` (``ChartInstance`` is the same class), kept in one store format,
+with delayed events as durable timers in the store.
 
 Optional dependencies (``pip install "agentnb[config]"``): ``jsonschema`` to load files,
 ``pyyaml`` for YAML, ``watchfiles`` for :class:`MachineReloader`. They are imported only when
@@ -17,9 +19,8 @@ used, so ``import agentnb.fsm`` needs none of them.
 
 from agentnb.fsm.chart import Final, History, Parallel, State, Statechart
 from agentnb.fsm.chart_file import load_statechart, load_xstate
-from agentnb.fsm.chart_instance import ChartInstance
 from agentnb.fsm.content import Assign, Cancel, Foreach, If, Log, Raise, Send
-from agentnb.fsm.instance import MachineInstance, MachineStore
+from agentnb.fsm.instance import ChartInstance, MachineInstance, MachineStore
 from agentnb.fsm.interpreter import Microstep
 from agentnb.fsm.loader import load_machine, validate_file
 from agentnb.fsm.machine import StateMachine, Transition

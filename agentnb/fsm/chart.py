@@ -28,6 +28,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -39,8 +41,7 @@ from agentnb.fsm.content import Call, Cancel, Content, Send
 from agentnb.fsm.nodes import ROOT, ChartTransition, Condition, Node, finish
 
 if TYPE_CHECKING:
-    from agentnb.fsm.chart_instance import ChartInstance
-    from agentnb.fsm.instance import MachineStore
+    from agentnb.fsm.instance import MachineInstance, MachineStore
     from agentnb.fsm.timers import Clock
     from agentnb.store.base import Checkpointer
 
@@ -94,6 +95,12 @@ class History:
     id: str
     deep: bool = False
     default: str | Sequence[str] | None = None
+
+
+def _awaits(item: object) -> bool:
+    return bool(getattr(item, "awaits", False)) or inspect.iscoroutinefunction(
+        getattr(item, "fn", None)
+    )
 
 
 def _listify(value: Any) -> list[Any]:
@@ -192,6 +199,24 @@ class Statechart(Drawable):
                 found.update(dict.fromkeys(t.events))
         return tuple(found)
 
+    def state_value(self, state: str) -> str:
+        """The value users see for a state: its id (a flat machine gives its ``Enum`` member)."""
+        return state
+
+    @functools.cached_property
+    def awaits(self) -> bool:
+        """Whether a guard or action is async: then an instance's events run the
+        interpreter in a worker thread and await those on the caller's loop
+        (:func:`agentnb._aio.run_threaded`)."""
+        for node in self.nodes.values():
+            blocks = [*node.onentry, *node.onexit, *(t.content for t in node.transitions)]
+            if any(_awaits(item) for block in blocks for item in block):
+                return True
+            conds = [t.cond.fn for t in node.transitions if t.cond is not None]
+            if any(inspect.iscoroutinefunction(fn) for fn in conds if fn is not None):
+                return True
+        return False
+
     def transitions(self) -> list[ChartTransition]:
         """Every transition, in document order."""
         return sorted(
@@ -201,8 +226,9 @@ class Statechart(Drawable):
     def subscribe(self, listener: Callable[[Any, Any], object]) -> Callable[[], None]:
         """Call ``listener(instance, record)`` after every step an instance commits.
 
-        As for :meth:`~agentnb.fsm.StateMachine.subscribe`: not part of the definition, called
-        outside the store's locks, a raising listener is reported with a :class:`RuntimeWarning`.
+        As for :meth:`~agentnb.fsm.StateMachine.subscribe`: not called for an ignored event
+        or a repeated ``event_id``, not part of the definition, called outside the store's
+        locks, a raising listener is reported with a :class:`RuntimeWarning`.
         Returns an unsubscribe function (calling it twice is harmless).
         """
         return self.listeners.add(listener)
@@ -217,7 +243,7 @@ class Statechart(Drawable):
         store: MachineStore | Checkpointer | None = None,
         clock: Clock | None = None,
         strict: bool = False,
-    ) -> ChartInstance:
+    ) -> MachineInstance:
         """Start an instance: enter the initial configuration and run to a stable one.
 
         Args:
@@ -228,9 +254,9 @@ class Statechart(Drawable):
             strict: raise :class:`~agentnb.errors.TransitionNotAllowed` for an event that
                 enables no transition (by default it is recorded as ignored, as SCXML does).
         """
-        from agentnb.fsm.chart_instance import start_chart
+        from agentnb.fsm.instance import start_instance
 
-        return start_chart(self, instance_id, context, store=store, clock=clock, strict=strict)
+        return start_instance(self, instance_id, context, store=store, clock=clock, strict=strict)
 
     def resume(
         self,
@@ -239,11 +265,11 @@ class Statechart(Drawable):
         store: MachineStore | Checkpointer,
         clock: Clock | None = None,
         strict: bool = False,
-    ) -> ChartInstance:
+    ) -> MachineInstance:
         """Attach to an instance kept in ``store``; its pending timers come with it."""
-        from agentnb.fsm.chart_instance import resume_chart
+        from agentnb.fsm.instance import resume_instance
 
-        return resume_chart(self, instance_id, store=store, clock=clock, strict=strict)
+        return resume_instance(self, instance_id, store=store, clock=clock, strict=strict)
 
     def to_scxml(self) -> str:
         """This chart as an SCXML document (Python functions cannot be exported)."""

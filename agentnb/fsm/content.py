@@ -18,13 +18,13 @@ Example:
 from __future__ import annotations
 
 import copy
-import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentnb.errors import DefinitionError
+from agentnb._aio import settle
+from agentnb.errors import DefinitionError, InvalidState
 from agentnb.fsm.expressions import Expression, ExpressionError, Location
 
 __all__ = [
@@ -65,6 +65,8 @@ class Runtime(Protocol):
     """What executable content may do to a running session."""
 
     data: dict[str, Any]
+    written: set[str]
+    """The datamodel keys content set during this event (a record's ``delta`` has them)."""
 
     def evaluate(self, expr: Expression) -> Any: ...
     def assign(self, location: Location, value: Any, *, declare: bool = False) -> None: ...
@@ -318,31 +320,31 @@ class Call:
     """A Python function given in code: ``fn(context, payload) -> delta | None``.
 
     It gets a copy of the datamodel and the event's data; the returned dict updates the
-    datamodel. An exception propagates: the event is not saved (as for flat machines).
+    datamodel. It may be async: ``asend`` awaits it on the caller's loop, ``send`` as a
+    sync call does. An exception propagates: the event is not saved.
     """
 
-    fn: Callable[[dict[str, Any], Any], Mapping[str, Any] | None]
+    fn: Callable[[dict[str, Any], Any], Any]
+    """Returns a delta (a dict), ``None``, or an awaitable of one."""
 
     def run(self, rt: Runtime) -> None:
-        result: Any = self.fn(copy.deepcopy(rt.data), rt.payload())
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            raise DefinitionError(
-                f"action {_name(self.fn)!r} is async; statechart actions run inside one "
-                "microstep and must be plain functions",
-                culprit=_name(self.fn),
-                fix="Make it a plain def, or do the async work before sending the event",
-            )
+        # An async function is awaited on the caller's loop (agentnb._aio.settle).
+        result: Any = settle(self.fn(copy.deepcopy(rt.data), rt.payload()))
         if result is None:
             return
-        if not isinstance(result, Mapping) or not all(isinstance(k, str) for k in result):
+        if not isinstance(result, Mapping):
             raise DefinitionError(
-                f"action {_name(self.fn)!r} returned {type(result).__name__}, not a dict or None",
+                f"action {_name(self.fn)!r} returned a {type(result).__name__}, not a dict or None",
                 culprit=_name(self.fn),
-                fix="Return a dict of the datamodel keys to set (a delta), or None",
+                fix="Return a dict of the context keys to set (a delta), or None",
             )
+        for key in result:
+            if not isinstance(key, str):
+                raise InvalidState(
+                    f"context[{key!r}]", f"the key set by {_name(self.fn)!r} is not a str"
+                )
         rt.data.update(copy.deepcopy(dict(result)))
+        rt.written.update(result)
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -53,6 +53,7 @@ class Session:
         self.configuration: set[Node] = set()
         self.history: dict[str, list[Node]] = {}
         self.data: dict[str, Any] = {}
+        self.written: set[str] = set()
         self.entered_once: set[str] = set()
         self.internal: deque[dict[str, Any]] = deque()
         self.external: deque[dict[str, Any]] = deque()
@@ -111,6 +112,7 @@ class Session:
         ):
             raise ExpressionError(f"{location.root!r} is not declared in the datamodel")
         location.assign(self.data, value, self.in_state)
+        self.written.add(location.root)
 
     def raise_event(self, name: str, data: Any = None) -> None:
         self._queue_internal(new_event(name, data, type="internal"))

@@ -3,7 +3,9 @@
 A :class:`StateMachine` is a definition, not a running thing: it says which states exist,
 which event moves which state where, under which guard, and what runs on the way. Running
 instances (:meth:`StateMachine.start`) keep their own state and *context*: the state is just
-the node; the data lives in the context, a JSON dict kept beside it.
+the node; the data lives in the context, a JSON dict kept beside it. A frozen machine
+compiles to the statechart it is (:attr:`StateMachine.chart`, :mod:`agentnb.fsm.flat`), and
+its instances run on the one statechart interpreter.
 
 Example:
     >>> from enum import Enum, auto
@@ -33,6 +35,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agentnb._display import Drawable
 from agentnb._listeners import Listeners
 from agentnb.errors import DefinitionError
+from agentnb.fsm.chart import Statechart
+from agentnb.fsm.flat import compile_machine
 from agentnb.fsm.rules import (
     EdgeSpec,
     Finding,
@@ -318,8 +322,15 @@ class StateMachine(Drawable):
         """Validate, then refuse further changes. :meth:`start` does this for you."""
         if not self._frozen:
             self.validate()
+            self._chart = compile_machine(self)
             self._frozen = True
         return self
+
+    @property
+    def chart(self) -> Statechart:
+        """The statechart this machine runs as (:mod:`agentnb.fsm.flat`); freezes it."""
+        self.freeze()
+        return self._chart
 
     # -- deciding ---------------------------------------------------------------------
 

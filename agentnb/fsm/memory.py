@@ -25,7 +25,7 @@ class MemoryMachineStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._snapshots: dict[str, tuple[str, str, str, int, str | None]] = {}
+        self._snapshots: dict[str, tuple[str, str, str, int, str]] = {}
         self._timers: dict[str, dict[str, tuple[TimerRecord, str]]] = {}
         self._records: dict[str, list[tuple[TransitionRecord, str, str]]] = {}
         self._event_seq: dict[str, dict[str, int]] = {}
@@ -35,7 +35,7 @@ class MemoryMachineStore:
 
     def create(self, snapshot: InstanceSnapshot, timers: TimerChange | None = None) -> None:
         context = dumps(snapshot.context, root="context")
-        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        chart = dumps(snapshot.chart, root="chart")
         with self._lock:
             if snapshot.instance_id in self._snapshots:
                 raise StoreError(
@@ -71,7 +71,7 @@ class MemoryMachineStore:
         iid = snapshot.instance_id
         row = (record, dumps(record.payload, root="payload"), dumps(record.delta, root="delta"))
         context = dumps(snapshot.context, root="context")
-        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        chart = dumps(snapshot.chart, root="chart")
         if timers is not None:
             for t in timers.add:
                 dumps(t.data, root="timer")

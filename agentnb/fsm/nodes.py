@@ -19,7 +19,8 @@ from agentnb.fsm.expressions import Expression, ExpressionError
 __all__ = ["ROOT", "ChartTransition", "Condition", "Node", "finish"]
 
 ROOT = "#root"
-Guard: TypeAlias = Callable[[dict[str, Any], Any], bool] | str | Expression
+Guard: TypeAlias = Callable[[dict[str, Any], Any], Any] | str | Expression
+"""A function returning a bool (or an awaitable of one), or an expression."""
 
 
 class Condition:
@@ -28,7 +29,7 @@ class Condition:
     __slots__ = ("expr", "fn", "text")
 
     def __init__(self, guard: Guard) -> None:
-        self.fn: Callable[[dict[str, Any], Any], bool] | None = None
+        self.fn: Callable[[dict[str, Any], Any], Any] | None = None
         self.expr: Expression | None = None
         if isinstance(guard, Expression):
             self.expr = guard
@@ -63,6 +64,8 @@ class ChartTransition:
     order: int = 0
     line: int | None = None
     target_nodes: tuple[Node, ...] = ()
+    exact: bool = False
+    """Match event names exactly (a flat machine's), not as SCXML descriptors."""
 
     def __repr__(self) -> str:
         event = " ".join(self.events) or "(eventless)"
@@ -70,6 +73,8 @@ class ChartTransition:
 
     def matches(self, name: str) -> bool:
         """Whether the event ``name`` matches one of this transition's descriptors."""
+        if self.exact:
+            return name in self.events
         for descriptor in self.events:
             if descriptor == "*":
                 return True

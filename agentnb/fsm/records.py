@@ -50,24 +50,23 @@ class TransitionRecord:
 
 @dataclass(frozen=True, slots=True)
 class InstanceSnapshot:
-    """Where an instance stands after ``seq`` records: its state name and its context."""
+    """Where an instance stands after ``seq`` records: its active states' names, its
+    context and its session."""
 
     instance_id: str
     machine: str
     state: str
     context: dict[str, Any]
     seq: int
-    chart: dict[str, Any] | None = None
-    """For a statechart: the configuration, history values and session (JSON)."""
+    chart: dict[str, Any]
+    """The interpreter's session besides the context (JSON: the configuration, history
+    values ...; :mod:`agentnb.fsm.session_state`), for a flat machine's instance too."""
 
     @classmethod
-    def from_row(
-        cls, instance_id: str, row: tuple[str, str, str, int, str | None]
-    ) -> InstanceSnapshot:
+    def from_row(cls, instance_id: str, row: tuple[str, str, str, int, str]) -> InstanceSnapshot:
         """From a stored row ``(machine, state, context_json, seq, chart_json)``."""
         machine, state, context, seq, chart = row
-        return cls(instance_id, machine, state, loads(context), seq,
-                   None if chart is None else loads(chart))  # fmt: skip
+        return cls(instance_id, machine, state, loads(context), seq, loads(chart))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from agentnb._aio import settle
+from agentnb.errors import DefinitionError
 from agentnb.fsm.entry_exit import compute_exit_set, document_order
 from agentnb.fsm.expressions import ExpressionError
 from agentnb.fsm.nodes import ChartTransition, Node
@@ -62,9 +64,14 @@ def _condition(session: Session, t: ChartTransition) -> bool:
     if cond is None:
         return True
     if cond.fn is not None:
-        result = cond.fn(copy.deepcopy(session.data), session.payload())
+        result = settle(cond.fn(copy.deepcopy(session.data), session.payload()))
+        # A guard that forgets to return gives None; reading that as False would hide the bug.
         if not isinstance(result, bool):
-            raise ExpressionError(f"guard {cond.text!r} returned {result!r}, not a bool")
+            raise DefinitionError(
+                f"guard {cond.text!r} returned {type(result).__name__} {result!r}, not a bool",
+                culprit=cond.text,
+                fix="Return True or False from the guard",
+            )
         return result
     try:
         return bool(session.evaluate(cond.expr))  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from agentnb.fsm.entry_exit import document_order
 if TYPE_CHECKING:
     from agentnb.fsm.interpreter import Session
 
-__all__ = ["dump", "restore"]
+__all__ = ["dump", "restore", "running"]
 
 
 def dump(session: Session) -> dict[str, Any]:
@@ -67,6 +67,19 @@ def restore(
     session.configuration = {chart.nodes[i] for i in state["configuration"]}
     session.history = {k: [chart.nodes[i] for i in v] for k, v in state["history"].items()}
     session.entered_once = set(state.get("entered", ()))
-    session.running = bool(state.get("running", True))
+    session.running = running(chart, state)
     session.data.update(data)
     return session
+
+
+def running(chart: Statechart, state: Mapping[str, Any]) -> bool:
+    """Whether the session still runs. A flat instance stored before migration 13 has only
+    its configuration: it has ended when that is a top-level final state."""
+    found = state.get("running")
+    if found is not None:
+        return bool(found)
+    nodes = chart.nodes
+    return not any(
+        (node := nodes.get(i)) is not None and node.kind == "final" and node.parent is chart.root
+        for i in state["configuration"]
+    )

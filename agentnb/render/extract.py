@@ -299,18 +299,16 @@ def diagram_for(
         run: RunLike = obj  # type: ignore[assignment]  # checked structurally just above
         return diagram_from_run(run, direction=direction, title=title, legend=legend)
     # Only now: drawing workflows must not need (or pay for) the state-machine package.
-    from agentnb.fsm import MachineInstance, StateMachine
+    from agentnb.fsm import MachineInstance, Statechart, StateMachine
+    from agentnb.render.extract_chart import diagram_from_chart, diagram_from_chart_instance
 
     if isinstance(obj, StateMachine):
         return diagram_from_machine(obj, direction=direction, title=title, legend=legend)
-    if isinstance(obj, MachineInstance):
-        return diagram_from_instance(obj, direction=direction, title=title, legend=legend)
-    from agentnb.fsm import ChartInstance, Statechart
-    from agentnb.render.extract_chart import diagram_from_chart, diagram_from_chart_instance
-
     if isinstance(obj, Statechart):
         return diagram_from_chart(obj, direction=direction, title=title, legend=legend)
-    if isinstance(obj, ChartInstance):
+    if isinstance(obj, MachineInstance):  # a flat machine's drawn as one, a chart's as a chart
+        if isinstance(obj.machine, StateMachine):
+            return diagram_from_instance(obj, direction=direction, title=title, legend=legend)
         return diagram_from_chart_instance(obj, direction=direction, title=title, legend=legend)
     raise TypeError(
         f"cannot draw a {type(obj).__name__}: pass a StateGraph, a Workflow, a run, "

@@ -28,7 +28,7 @@ from agentnb.render.model import (
 
 if TYPE_CHECKING:
     from agentnb.fsm.chart import Statechart
-    from agentnb.fsm.chart_instance import ChartInstance
+    from agentnb.fsm.instance import MachineInstance
     from agentnb.fsm.nodes import ChartTransition
     from agentnb.fsm.nodes import Node as ChartNode
     from agentnb.fsm.trace import Microstep
@@ -157,14 +157,14 @@ def diagram_from_chart(
 
 
 def diagram_from_chart_instance(
-    instance: ChartInstance,
+    instance: MachineInstance,
     *,
     direction: Direction = "LR",
     title: str | None = None,
     legend: bool | None = None,
 ) -> Diagram:
     """The instance's chart with its active configuration lit (atomic states and boxes)."""
-    chart = instance.machine
+    chart = instance.chart
     status = "completed" if instance.is_final else "running"
     configuration = instance.configuration
     active = tuple(i for i in chart.nodes if i in configuration)

@@ -217,7 +217,10 @@ def diagram_from_instance(
 
     The title names the machine, the instance and its status.
     """
+    from agentnb.fsm import StateMachine
+
     machine = instance.machine
+    assert isinstance(machine, StateMachine)  # a statechart's is drawn by extract_chart
     overlay = overlay_from_history(instance.history, machine, current=_state_name(instance.current))
     if title is None:
         title = f"{machine.name} · instance {instance.id} · {overlay.status}"

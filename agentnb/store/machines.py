@@ -93,7 +93,7 @@ class SqliteMachineStore:
 
     def create(self, snapshot: InstanceSnapshot, timers: TimerChange | None = None) -> None:
         context = dumps(snapshot.context, root="context")
-        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        chart = dumps(snapshot.chart, root="chart")
         now = time.time()
         with self._write() as db:
             inserted = db.execute(
@@ -140,7 +140,7 @@ class SqliteMachineStore:
         payload = dumps(record.payload, root="payload")
         delta = dumps(record.delta, root="delta")
         context = dumps(snapshot.context, root="context")
-        chart = None if snapshot.chart is None else dumps(snapshot.chart, root="chart")
+        chart = dumps(snapshot.chart, root="chart")
         with self._write() as db:
             done = db.execute(
                 f"SELECT {_RECORD_COLUMNS} FROM machine_events "
@@ -203,10 +203,7 @@ class SqliteMachineStore:
             "ORDER BY created_at DESC",
             (),
         )
-        return [
-            InstanceSnapshot(i, m, s, loads(c), q, None if h is None else loads(h))
-            for i, m, s, c, q, h in rows
-        ]
+        return [InstanceSnapshot.from_row(r[0], r[1:]) for r in rows]
 
     def timers(self, instance_id: str) -> list[TimerRecord]:
         rows = self._read(

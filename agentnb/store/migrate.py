@@ -34,6 +34,7 @@ MIGRATIONS = (
     "sqlite_0010_task_edits.sql",
     "sqlite_0011_skips.sql",
     "sqlite_0012_entries_order.sql",
+    "sqlite_0013_flat_instances.sql",
 )
 LATEST = len(MIGRATIONS)
 

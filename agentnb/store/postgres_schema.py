@@ -27,6 +27,7 @@ MIGRATIONS = (
     "postgres_0005_skips.sql",
     "postgres_0006_entries_reads.sql",
     "postgres_0007_commit_marks.sql",
+    "postgres_0008_flat_instances.sql",
 )
 LATEST = len(MIGRATIONS)
 MIGRATION_LOCK = (0, 1)

@@ -121,4 +121,9 @@ class Evidence:
     @property
     def machine(self) -> StateMachine | None:
         """The definition of the instance passed to ``check``, if one was."""
-        return None if self.instance is None else self.instance.machine
+        if self.instance is None:
+            return None
+        from agentnb.fsm.machine import StateMachine
+
+        machine = self.instance.machine
+        return machine if isinstance(machine, StateMachine) else None

@@ -17,7 +17,7 @@ from agentnb.fsm.selection import select_transitions
 from agentnb.render.extract_chart import microstep_diagrams
 
 if TYPE_CHECKING:
-    from agentnb.fsm import ChartInstance, Microstep, Statechart
+    from agentnb.fsm import MachineInstance, Microstep, Statechart
 
 __all__ = ["chart_buttons", "chart_overlay_payload", "microstep_payloads", "timer_rows"]
 
@@ -26,14 +26,13 @@ def _events(chart: Statechart) -> list[str]:
     return [e for e in chart.events if e not in chart.delays and "*" not in e]
 
 
-def chart_buttons(instance: ChartInstance) -> list[dict[str, Any]]:
+def chart_buttons(instance: MachineInstance) -> list[dict[str, Any]]:
     """``{"event", "enabled", "reason", "target"}`` for every event the chart names."""
     snap = instance.store.load(instance.id)
     assert snap is not None
-    assert snap.chart is not None
     buttons = []
-    for event in _events(instance.machine):
-        session = Session.restore(instance.machine, snap.chart, snap.context)
+    for event in _events(instance.chart):
+        session = Session.restore(instance.chart, snap.chart, snap.context)
         if not session.running:
             buttons.append(
                 {"event": event, "enabled": False, "reason": "the chart has ended", "target": None}
@@ -49,9 +48,9 @@ def chart_buttons(instance: ChartInstance) -> list[dict[str, Any]]:
     return buttons
 
 
-def chart_overlay_payload(instance: ChartInstance) -> dict[str, Any]:
+def chart_overlay_payload(instance: MachineInstance) -> dict[str, Any]:
     """The overlay the browser toggles: every active state (boxes too) lit."""
-    chart = instance.machine
+    chart = instance.chart
     configuration = instance.configuration
     return {
         "status": "completed" if instance.is_final else "running",
@@ -86,7 +85,7 @@ def microstep_payloads(chart: Statechart, steps: list[Microstep]) -> list[dict[s
     return found
 
 
-def timer_rows(instance: ChartInstance) -> list[dict[str, Any]]:
+def timer_rows(instance: MachineInstance) -> list[dict[str, Any]]:
     """The pending timers: event, cancellation id, fire time, and seconds left now."""
     now = instance.clock()
     return [

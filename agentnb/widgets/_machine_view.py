@@ -35,7 +35,6 @@ import traitlets
 
 from agentnb.errors import DefinitionError, InstanceNotFound
 from agentnb.fsm import (
-    ChartInstance,
     MachineInstance,
     MachineReloader,
     Statechart,
@@ -122,7 +121,7 @@ class MachineView(LiveView):
 
     def __init__(
         self,
-        instance: MachineInstance | ChartInstance,
+        instance: MachineInstance,
         *,
         reloader: MachineReloader | None = None,
         title: str | None = None,
@@ -131,14 +130,13 @@ class MachineView(LiveView):
         poll_interval: float = 0.5,
     ) -> None:
         check_options(drawer, max_rate)
-        if reloader is not None and isinstance(instance, ChartInstance):
+        if reloader is not None and isinstance(instance.machine, Statechart):
             raise DefinitionError(
                 "a MachineReloader follows flat StateMachine files, not statecharts",
                 culprit=instance.id,
                 fix="Open the view without reloader=, and load the chart again to change it",
             )
         if reloader is not None:
-            assert isinstance(instance, MachineInstance)
             reloader.track(instance)
         super().__init__(
             instance_id=instance.id,
@@ -165,7 +163,7 @@ class MachineView(LiveView):
             store=self._store,
             key=instance.id,
         )
-        self._controls = MachineControls(instance, self._relay.wake)  # type: ignore[arg-type]
+        self._controls = MachineControls(instance, self._relay.wake)
         self._loop = running_loop()  # the kernel's: where events from the buttons are sent
         self._refresh()  # the first state is there before anything is displayed
         self.on_msg(self._on_msg)
@@ -203,7 +201,7 @@ class MachineView(LiveView):
 
     # -- the relay thread: read what changed, send it --------------------------------------
 
-    def _saw(self, instance: MachineInstance | ChartInstance, record: TransitionRecord) -> None:
+    def _saw(self, instance: MachineInstance, record: TransitionRecord) -> None:
         """Machine listener, in whatever thread committed ``record``: keep it cheap."""
         if instance.id == self.instance_id:
             self._relay.wake()
@@ -244,7 +242,7 @@ class MachineView(LiveView):
             self.machine_name = machine.name
             self.state = snap.state
             self.seq = snap.seq
-            if isinstance(self.instance, ChartInstance):
+            if isinstance(machine, Statechart):
                 self._refresh_chart(moved or redraw)
             elif moved or redraw:
                 assert isinstance(machine, StateMachine)
@@ -268,7 +266,6 @@ class MachineView(LiveView):
     def _refresh_chart(self, moved: bool) -> None:
         """The statechart parts: configuration lit, buttons, microsteps, timers."""
         instance = self.instance
-        assert isinstance(instance, ChartInstance)
         self.final = instance.is_final
         self.timers = timer_rows(instance)
         if moved:
@@ -277,7 +274,7 @@ class MachineView(LiveView):
             self.context = instance.context
             last = next((r for r in reversed(self._records) if not r.ignored), None)
             self.changed = list(last.delta) if last is not None else []
-            self.microsteps = microstep_payloads(instance.machine, instance.microsteps)
+            self.microsteps = microstep_payloads(instance.chart, instance.microsteps)
 
     def _reload_news(self) -> dict[str, Any] | None:
         if self.reloader is None:
@@ -317,7 +314,7 @@ class MachineView(LiveView):
             call_on(self._loop, lambda: self._controls.send(content))
 
 
-def view_machine(instance: MachineInstance | ChartInstance, **options: Any) -> MachineView:
+def view_machine(instance: MachineInstance, **options: Any) -> MachineView:
     """A live :class:`MachineView` of ``instance``; ``options`` as for :class:`MachineView`.
 
     Example:

@@ -26,7 +26,7 @@ from agentnb.store.records import Event, RunRecord
 from agentnb.widgets._events import short, summarize
 
 if TYPE_CHECKING:
-    from agentnb.fsm import ChartInstance, MachineInstance, TransitionRecord
+    from agentnb.fsm import MachineInstance, TransitionRecord
 
 __all__ = [
     "CLOSED_NOTE",
@@ -120,13 +120,13 @@ def snapshot_bundle(run: Run, *, id_prefix: str = "", note: str = NOTE) -> dict[
 
 
 def machine_snapshot_bundle(
-    instance: MachineInstance | ChartInstance, *, id_prefix: str = "", note: str = NOTE
+    instance: MachineInstance, *, id_prefix: str = "", note: str = NOTE
 ) -> dict[str, str]:
     """``text/plain`` and ``text/html`` describing a machine instance as it stands now."""
-    from agentnb.fsm import ChartInstance as Chart  # the fsm package loads with the widget
+    from agentnb.fsm import Statechart  # the fsm package loads with the widget
     from agentnb.render.extract_chart import diagram_from_chart_instance
 
-    if isinstance(instance, Chart):
+    if isinstance(instance.machine, Statechart):
         diagram = diagram_from_chart_instance(instance)
     else:
         diagram = diagram_from_instance(instance)

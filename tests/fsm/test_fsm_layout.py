@@ -42,11 +42,11 @@ DEFINITIONS = {
     "trace",
     "chart_file",
     "scxml_xml",
+    "flat",
 }
 RUNNING = {
     "agentnb.fsm.instance",
     "agentnb.fsm.reload",
-    "agentnb.fsm.chart_instance",
     "agentnb.fsm.interpreter",
     "agentnb.fsm.entry_exit",
     "agentnb.fsm.invocations",

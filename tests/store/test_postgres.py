@@ -216,6 +216,35 @@ def test_a_version_4_database_reads_every_step_back_after_version_5(
         assert indexes == (None, "entries_anchors")
 
 
+def test_flat_instances_stored_before_version_8_go_on_after_it(pg_dsn: str) -> None:
+    # Before version 8 a flat StateMachine's instance row kept chart NULL (its other
+    # columns and its event records are written as they are now).
+    from agentnb.fsm import StateMachine
+
+    def lights() -> StateMachine:
+        m = StateMachine("lights", ["RED", "GREEN", "OFF"], initial="RED", final=["OFF"])
+        m.add_transition("RED", "timer", "GREEN")
+        m.add_transition("GREEN", "timer", "RED")
+        m.add_transition("RED", "off", "OFF")
+        return m
+
+    with PostgresCheckpointer(pg_dsn) as store:
+        lights().start("midway", {"n": 1}, store=store).send("timer")
+        lights().start("ended", store=store).send("off")
+        store._session.raw("UPDATE machine_instances SET chart = NULL")
+        store._session.raw("DELETE FROM schema_version WHERE version >= 8")
+    with PostgresCheckpointer(pg_dsn) as store:
+        (nulls,) = store._session.raw(
+            "SELECT count(*) FROM machine_instances WHERE chart IS NULL"
+        ).fetchone()
+        assert nulls == 0
+        midway = lights().resume("midway", store=store)
+        assert (midway.state, midway.context, midway.is_final) == ("GREEN", {"n": 1}, False)
+        assert str(midway.send("timer")) == "#2 GREEN --timer--> RED"
+        ended = lights().resume("ended", store=store)
+        assert (ended.state, ended.is_final, ended.allowed_events()) == ("OFF", True, [])
+
+
 def test_a_database_from_a_newer_agentnb_is_refused(pg_dsn: str) -> None:
     with PostgresCheckpointer(pg_dsn) as store:
         store._session.raw("INSERT INTO schema_version VALUES (99, 0)")
