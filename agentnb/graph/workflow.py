@@ -35,7 +35,17 @@ _POOLS: dict[int, Executor] = {}
 
 
 class Workflow(Drawable):
-    """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``."""
+    """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("greet").add_node("hi", lambda state: {"text": "hi " + state["name"]})
+        >>> workflow = graph.set_entry_point("hi").compile()  # in memory; compile(store) keeps runs
+        >>> workflow
+        <Workflow 'greet': 1 nodes, entry 'hi', max_steps=25>
+        >>> workflow.invoke({"name": "ada"}).state
+        {'name': 'ada', 'text': 'hi ada'}
+    """
 
     def __init__(
         self,
