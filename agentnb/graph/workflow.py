@@ -39,12 +39,12 @@ class Workflow(Drawable):
 
     Example:
         >>> from agentnb import StateGraph
-        >>> graph = StateGraph("greet").add_node("hi", lambda state: {"text": "hi " + state["name"]})
+        >>> graph = StateGraph("greet").add_node("hi", lambda state: {"text": "hi " + state["who"]})
         >>> workflow = graph.set_entry_point("hi").compile()  # in memory; compile(store) keeps runs
         >>> workflow
         <Workflow 'greet': 1 nodes, entry 'hi', max_steps=25>
-        >>> workflow.invoke({"name": "ada"}).state
-        {'name': 'ada', 'text': 'hi ada'}
+        >>> workflow.invoke({"who": "ada"}).state
+        {'who': 'ada', 'text': 'hi ada'}
     """
 
     def __init__(
