@@ -75,6 +75,20 @@ class ChartInstance(Drawable, MachineViewable):
         clock: ``clock() -> seconds`` used for delayed events.
         microsteps: what the algorithm did for the last event (transitions taken and
             preempted, exit and entry sets, actions, events queued), for teaching views.
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> light = Statechart("light", [
+        ...     State("off", on={"flip": "on"}),
+        ...     State("on", on={"flip": "off"}),
+        ... ])
+        >>> lamp = light.start("lamp-1")
+        >>> lamp
+        <ChartInstance 'lamp-1' of 'light': ['off']>
+        >>> [record.target for record in (lamp.send("flip"), lamp.send("flip"))]
+        ['on', 'off']
+        >>> [(record.seq, record.event, record.source, record.target) for record in lamp.history]
+        [(1, 'flip', 'off', 'on'), (2, 'flip', 'on', 'off')]
     """
 
     def __init__(
