@@ -65,6 +65,17 @@ class MachineInstance(Drawable, MachineViewable):
         id: the instance id.
         strict: when False, events not allowed now are recorded as ignored, not raised.
         store: where the instance's state, context and history live.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed")
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> _ = door.add_transition("open", "pull", "closed")
+        >>> front = door.start("front", context={"pushes": 0})
+        >>> front.state, front.send("push").target, front.state
+        ('closed', 'open', 'open')
+        >>> [(record.seq, record.source, record.target) for record in front.history]
+        [(1, 'closed', 'open')]
     """
 
     def __init__(

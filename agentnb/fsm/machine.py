@@ -70,7 +70,15 @@ def callable_name(fn: Callable[..., Any] | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """One declared transition. ``index`` is its position in declaration order."""
+    """One declared transition. ``index`` is its position in declaration order.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> transition = door.add_transition("closed", "push", "open", label="push it")
+        >>> transition.source, transition.event, transition.target, transition.index
+        ('closed', 'push', 'open', 0)
+    """
 
     source: str
     event: str
@@ -137,6 +145,19 @@ class StateMachine(Drawable):
 
     The definition can change until the first instance starts (or :meth:`freeze` is
     called); after that it is fixed, so running instances never see it move under them.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open", "gone"], initial="closed",
+        ...                     final=["gone"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> _ = door.add_transition("open", "pull", "closed")
+        >>> _ = door.add_transition("open", "remove", "gone")
+        >>> front = door.start("front")
+        >>> front.send("push").target, front.allowed_events()
+        ('open', ['pull', 'remove'])
+        >>> door.decide("closed", "push", {}).target  # the pure transition function, no instance
+        'open'
     """
 
     def __init__(
