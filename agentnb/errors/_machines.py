@@ -11,7 +11,8 @@ class TransitionNotAllowed(AgentnbError):
     """A state machine received an event it does not accept in its current state.
 
     Attributes:
-        event, state: what was sent, and where the instance stood.
+        event: what was sent.
+        state: where the instance stood.
         allowed: the events the state declares.
         guards: when the event is declared but every guard refused it, their names.
 

@@ -88,7 +88,7 @@ class Transition:
     label: str | None = None
     index: int = 0
     timeout: float | None = None
-    """Seconds the action may take (see :mod:`agentnb.resilience`)."""
+    """Seconds the action may take (see ``agentnb.resilience``)."""
     retry: Retry | None = None
     breaker: CircuitBreaker | None = None
 
@@ -282,7 +282,7 @@ class StateMachine(Drawable):
         Several transitions may share a source and event when guarded: the first whose guard
         passes wins, in declaration order, and at most one unguarded transition may come
         last as the fallback. ``timeout``, ``retry`` and ``breaker`` guard the action as they
-        guard a workflow node (:mod:`agentnb.resilience`); a failed action leaves the
+        guard a workflow node (``agentnb.resilience``); a failed action leaves the
         instance where it was.
 
         Raises:

@@ -192,7 +192,7 @@ class NodeContext:
         A reader of ``run.astream(mode="custom")`` gets it at once, as an
         :class:`~agentnb.graph.streams.Emitted`. The store gets one event per kind at the
         end of the step, ``{"data": [...], "count": n}`` (bounded: see
-        :mod:`agentnb.graph.streams`), or nothing with ``compile(keep_streams=False)``.
+        ``agentnb.graph.streams``), or nothing with ``compile(keep_streams=False)``.
         """
         if kind in _BUILTIN_TYPES or not isinstance(kind, str) or not kind:
             raise AgentnbError(

@@ -253,7 +253,7 @@ class Workflow(Drawable):
         """The node that follows ``node`` when the state is ``state`` (one branch only).
 
         For fan-out, joins and :class:`~agentnb.Send`, see
-        :func:`agentnb.graph.superstep.follow`, which the runtime uses.
+        ``agentnb.graph.superstep.follow``, which the runtime uses.
 
         Raises:
             RoutingError: the router raised, returned an outcome it did not declare, or

@@ -71,7 +71,7 @@ def draw(
 
     The suffix picks the format: ``.svg``, ``.png``, ``.pdf`` (Graphviz needed) or
     ``.dot``/``.gv`` (DOT text, no Graphviz needed). ``timeout`` bounds each layout attempt
-    in seconds (see :func:`~agentnb.render.svg.run_graphviz`).
+    in seconds (see ``agentnb.render.svg.run_graphviz``).
 
     Raises:
         MissingDependency: the format needs Graphviz and ``dot`` is not installed.
