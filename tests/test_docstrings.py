@@ -28,6 +28,7 @@ PUBLIC_MODULES = [
     "agentnb.teach",
     "agentnb.examples",
     "agentnb.testing",
+    "agentnb.widgets",
     "agentnb.metrics",
 ]
 
