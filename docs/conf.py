@@ -145,7 +145,9 @@ _HOME: dict[int, str] = {}
 for _module_name in _PUBLIC_MODULES:
     _module = importlib.import_module(_module_name)
     for _name in _module.__all__:
-        _HOME.setdefault(id(getattr(_module, _name)), f"{_module_name}.{_name}")
+        _object = getattr(_module, _name)
+        setattr(_module, _name, _object)  # a lazy name (PEP 562), in the namespace for autodoc
+        _HOME.setdefault(id(_object), f"{_module_name}.{_name}")
 
 
 def _find(path: str) -> tuple[object, list[str]] | None:
@@ -188,6 +190,9 @@ SIGNATURE_TYPES = [
     "agentnb.fsm.rules.EdgeSpec",
     "agentnb.fsm.timers.Clock",
     "agentnb.graph.approvals.Approvals",
+    "agentnb.graph.nodes.Branch",
+    "agentnb.graph.nodes.Join",
+    "agentnb.graph.nodes.NodeSpec",
     "agentnb.graph.state.Reducer",
     "agentnb.graph.streams.Emitted",
     "agentnb.graph.superstep.Task",
@@ -203,7 +208,10 @@ SIGNATURE_TYPES = [
     "agentnb.teach.registry.Checker",
     "agentnb.widgets._live.LiveView",
 ]
-_PUBLIC_LAST = {home.rsplit(".", 1)[1] for home in _HOME.values()}  # Node: render's
+_LAST = [home.rsplit(".", 1)[1] for home in _HOME.values()]
+_PUBLIC_LAST = set(_LAST)  # Node: render's
+# a public name written bare in a docstring (:class:`StateGraph`), when only one has it
+_UNIQUE = {home.rsplit(".", 1)[1]: home for home in _HOME.values() if _LAST.count(home.rsplit(".", 1)[1]) == 1}
 _BARE = {
     path.rsplit(".", 1)[1]: path
     for path in SIGNATURE_TYPES
@@ -248,7 +256,7 @@ def _add_signature_types(app, docname, source):  # type: ignore[no-untyped-def]
 def _resolve_at_public_home(app, env, node, contnode):  # type: ignore[no-untyped-def]
     if node.get("refdomain") != "py":
         return None
-    target = _BARE.get(node["reftarget"], node["reftarget"])
+    target = _BARE.get(node["reftarget"]) or _UNIQUE.get(node["reftarget"], node["reftarget"])
     if not target.startswith("agentnb."):
         return None
     if target in SIGNATURE_TYPES:  # an alias is data, whatever role names it

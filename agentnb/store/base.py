@@ -170,7 +170,7 @@ class Checkpointer(Driving):
         against. ``checks`` are the callable policies of the workflow's interrupts, by key,
         for a process that loaded them.
 
-        Every backend applies the same rules (:func:`agentnb.store.decisions.verdict`) to
+        Every backend applies the same rules (``agentnb.store.decisions.verdict``) to
         the facts it reads inside the decision's transaction.
 
         Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
