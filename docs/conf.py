@@ -211,7 +211,11 @@ SIGNATURE_TYPES = [
 _LAST = [home.rsplit(".", 1)[1] for home in _HOME.values()]
 _PUBLIC_LAST = set(_LAST)  # Node: render's
 # a public name written bare in a docstring (:class:`StateGraph`), when only one has it
-_UNIQUE = {home.rsplit(".", 1)[1]: home for home in _HOME.values() if _LAST.count(home.rsplit(".", 1)[1]) == 1}
+_UNIQUE = {
+    home.rsplit(".", 1)[1]: home
+    for home in _HOME.values()
+    if _LAST.count(home.rsplit(".", 1)[1]) == 1
+}
 _BARE = {
     path.rsplit(".", 1)[1]: path
     for path in SIGNATURE_TYPES
