@@ -98,6 +98,15 @@ class ThrowawayPostgres:
         port: the TCP port on 127.0.0.1.
         password: the password of the ``agentnb`` superuser (random per server).
         as_user: the account the server runs as, or ``None`` for the current one.
+
+    Example:
+        Needs PostgreSQL's server programs, so it is not run as a doctest here:
+
+        >>> from agentnb import PostgresCheckpointer
+        >>> from agentnb.testing import ThrowawayPostgres
+        >>> with ThrowawayPostgres() as server:  # doctest: +SKIP
+        ...     with PostgresCheckpointer(server.dsn()) as store:
+        ...         server.restart()  # the store reconnects
     """
 
     def __init__(self, *, settings: Mapping[str, str] | None = None) -> None:

@@ -53,6 +53,12 @@ class Identity:
         name: the user name (``JUPYTERHUB_USER``, the OS login, or the provider's choice).
         groups: the groups the name belongs to (an approver entry ``"group:NAME"`` matches).
         source: where the identity came from: ``"jupyterhub"``, ``"os"`` or a provider's label.
+
+    Example:
+        >>> from agentnb import Identity
+        >>> ada = Identity("ada", groups=["finance"])
+        >>> ada.matches("ada"), ada.matches("group:finance"), ada.matches("bob")
+        (True, True, False)
     """
 
     name: str

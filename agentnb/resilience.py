@@ -54,6 +54,21 @@ class Retry:
             retrying at once do not hit the dependency in lockstep.
         on: the exception types that are retried; others fail the run at once.
             A :class:`~agentnb.errors.BreakerOpen` is never retried.
+
+    Example:
+        >>> from agentnb import Retry, StateGraph
+        >>> calls = []
+        >>> def flaky(state):
+        ...     calls.append(1)
+        ...     if len(calls) < 3:
+        ...         raise ConnectionError("try again")
+        ...     return {"ok": True}
+        >>> retry = Retry(attempts=3, initial=0, jitter=0)  # no wait between attempts, here
+        >>> graph = StateGraph("flaky").add_node("call", flaky, retry=retry)
+        >>> graph.set_entry_point("call").compile().invoke({}).state, len(calls)
+        ({'ok': True}, 3)
+        >>> Retry(initial=0.5, jitter=0).wait(3)  # seconds after the third failure: 0.5 * 2 * 2
+        2.0
     """
 
     attempts: int = 3
@@ -119,6 +134,17 @@ class CircuitBreaker:
         failures: consecutive failures that open the breaker.
         reset_after: seconds the breaker stays open before letting one trial call through.
         clock: a monotonic clock in seconds (tests pass a fake one).
+
+    Example:
+        >>> from agentnb import CircuitBreaker
+        >>> now = [0.0]
+        >>> breaker = CircuitBreaker("payments", failures=2, reset_after=30, clock=lambda: now[0])
+        >>> breaker.failure(); breaker.failure()  # two failures in a row open it
+        >>> breaker.allow()
+        False
+        >>> now[0] = 31.0  # after reset_after, one trial call is let through
+        >>> breaker.allow()
+        True
     """
 
     name: str

@@ -56,6 +56,18 @@ class CapturedEvents:
         transitions: the state-machine transitions committed (``TransitionRecord``).
         refusals: the ``TransitionNotAllowed`` errors strict instances raised.
         breaker_changes: ``(breaker name, old state, new state)`` per circuit-breaker move.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> from agentnb.testing import capture_events
+        >>> graph = StateGraph("g").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> workflow = graph.compile()
+        >>> with capture_events(workflow) as captured:
+        ...     _ = workflow.invoke({})
+        >>> captured.types()
+        ['run_started', 'node_start', 'state_update', 'completed']
+        >>> [event.node for event in captured.of_type("node_start")]
+        ['a']
     """
 
     def __init__(self) -> None:

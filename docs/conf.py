@@ -7,8 +7,16 @@ web), furo's bundled assets only, notebooks rendered from their committed output
 
 from __future__ import annotations
 
+import builtins
+import importlib
+import inspect
+import re
 import sys
 from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's agentnb, not an installed one
@@ -42,9 +50,6 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 suppress_warnings = [
     "myst.header",  # notebooks start their own numbering of headings
-    # An annotation's ``type`` (the builtin) also matches fields named ``type``/``event``;
-    # Sphinx warns that the reference is ambiguous. Unresolved ones still fail the build.
-    "ref.python",
 ]
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
@@ -85,14 +90,7 @@ nitpick_ignore_regex = [
      r"TimeoutError|OSError|Ellipsis|NotImplemented|callable|optional|Any|Callable|"
      r"Iterator|Iterable|Mapping|Sequence|AsyncIterator|Awaitable|Coroutine|Self|T|P|R|"
      r"NoneType|ExceptionGroup|Generator|AsyncGenerator|MutableMapping|Literal)"),
-    # Internal modules and their types: annotations and docstrings name them, the site
-    # documents the public names they are re-exported as.
-    (r"py:.*", r"agentnb\._.*"),
-    # Type aliases, as annotations name them (StateLike = str | Enum, ...): not classes.
-    (r"py:class", r"(StateLike|IdentityProvider|Reducer|Registry|Format|Direction|Task|"
-     r"Emitted|Checker|Enum|CollectorRegistry|Clock|SqliteMachineStore)"),
-    (r"py:.*", r"agentnb\.(graph|store|fsm|render|teach|metrics|cli|widgets)\.[a-z_]+(\..*)?"),
-    (r"py:.*", r"agentnb\.(resilience|identity)(\..*)?"),
+    (r"py:class", r"(Enum|CollectorRegistry)"),
 ]
 
 # Each public object is documented once, at its public home: the subpackage pages skip what
@@ -126,7 +124,185 @@ def _plain_summary(app, what, name, obj, options, lines):  # type: ignore[no-unt
         lines[0] = lines[0].replace(": ", " — ", 1)
 
 
+# A reference names an object where it is defined (``agentnb.fsm.instance.MachineStore``,
+# as an annotation or a docstring says it); the site documents it at its public home
+# (``agentnb.fsm.MachineStore``). The reference is resolved there: the same object, found
+# by identity, never by a name that merely looks alike.
+_PUBLIC_MODULES = [
+    "agentnb",
+    "agentnb.graph",
+    "agentnb.store",
+    "agentnb.fsm",
+    "agentnb.errors",
+    "agentnb.render",
+    "agentnb.teach",
+    "agentnb.examples",
+    "agentnb.testing",
+    "agentnb.widgets",
+    "agentnb.metrics",
+]
+_HOME: dict[int, str] = {}
+for _module_name in _PUBLIC_MODULES:
+    _module = importlib.import_module(_module_name)
+    for _name in _module.__all__:
+        _object = getattr(_module, _name)
+        setattr(_module, _name, _object)  # a lazy name (PEP 562), in the namespace for autodoc
+        _HOME.setdefault(id(_object), f"{_module_name}.{_name}")
+
+
+def _find(path: str) -> tuple[object, list[str]] | None:
+    """The object a dotted path names, by its longest importable module prefix."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        rest = parts[cut:]
+        found = [obj]
+        for part in rest:
+            obj = getattr(obj, part, _MISSING)
+            if obj is _MISSING:
+                break
+            found.append(obj)
+        return (found, rest) if obj is not _MISSING else None  # type: ignore[return-value]
+    return None
+
+
+_MISSING = object()
+
+# Types that public signatures name but that are not public names themselves (a base
+# class, a protocol, a type alias): the API page lists them at its end, so a reference to
+# one resolves there. An annotation may name an alias bare (``StateLike``).
+SIGNATURE_TYPES = [
+    "agentnb._display.Drawable",
+    "agentnb._display.HasTimeline",
+    "agentnb._display.MachineViewable",
+    "agentnb._display.Viewable",
+    "agentnb._listeners.Listeners",
+    "agentnb.definitions.document.Format",
+    "agentnb.definitions.registry.Registry",
+    "agentnb.fsm.content.Content",
+    "agentnb.fsm.expressions.Expression",
+    "agentnb.fsm.expressions.Location",
+    "agentnb.fsm.machine.StateLike",
+    "agentnb.fsm.nodes.Node",
+    "agentnb.fsm.rules.EdgeSpec",
+    "agentnb.fsm.timers.Clock",
+    "agentnb.graph.approvals.Approvals",
+    "agentnb.graph.nodes.Branch",
+    "agentnb.graph.nodes.Join",
+    "agentnb.graph.nodes.NodeSpec",
+    "agentnb.graph.state.Reducer",
+    "agentnb.graph.streams.Emitted",
+    "agentnb.graph.superstep.Task",
+    "agentnb.graph.worker.WorkerStats",
+    "agentnb.identity.IdentityProvider",
+    "agentnb.render.model.Cluster",
+    "agentnb.render.model.Direction",
+    "agentnb.render.overlay.OverlayFold",
+    "agentnb.store.driving.Driving",
+    "agentnb.store.machines.SqliteMachineStore",
+    "agentnb.store.postgres_listener.Listener",
+    "agentnb.store.sql.SqlCheckpointer",
+    "agentnb.teach.registry.Checker",
+    "agentnb.widgets._live.LiveView",
+]
+_LAST = [home.rsplit(".", 1)[1] for home in _HOME.values()]
+_PUBLIC_LAST = set(_LAST)  # Node: render's
+# a public name written bare in a docstring (:class:`StateGraph`), when only one has it
+_UNIQUE = {
+    home.rsplit(".", 1)[1]: home
+    for home in _HOME.values()
+    if _LAST.count(home.rsplit(".", 1)[1]) == 1
+}
+_BARE = {
+    path.rsplit(".", 1)[1]: path
+    for path in SIGNATURE_TYPES
+    if path.rsplit(".", 1)[1] not in _PUBLIC_LAST
+}
+
+
+def _signature_types_section() -> str:
+    lines = ["", "## Types named in signatures", ""]
+    lines += [
+        "Not public names: the base classes, protocols and type aliases that the signatures",
+        "above mention, so that each one a reader clicks on is explained.",
+        "",
+        "```{eval-rst}",
+        ".. py:currentmodule:: None",  # full names, not under the page's last module
+        "",
+    ]
+    for path in SIGNATURE_TYPES:
+        found = _find(path)
+        if found is None:
+            raise LookupError(f"{path} (in SIGNATURE_TYPES) no longer exists")
+        obj = found[0][-1]
+        if isinstance(obj, type):
+            summary = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+            summary = re.sub(r":\w+:`~?([^`]+)`", r"``\1``", summary)  # the summary alone
+            lines += [f".. py:class:: {path}", "", f"   {summary}", ""]
+        else:
+            lines += [f".. py:data:: {path}", "", f"   A type alias: ``{_alias_text(obj)}``.", ""]
+    return "\n".join([*lines, "```", ""])
+
+
+def _alias_text(obj: object) -> str:
+    text = str(getattr(obj, "__value__", obj))
+    return text.replace("typing.", "").replace("collections.abc.", "")
+
+
+def _add_signature_types(app, docname, source):  # type: ignore[no-untyped-def]
+    if docname == "reference/api":
+        source[0] += _signature_types_section()
+
+
+def _resolve_at_public_home(app, env, node, contnode):  # type: ignore[no-untyped-def]
+    if node.get("refdomain") != "py":
+        return None
+    target = _BARE.get(node["reftarget"]) or _UNIQUE.get(node["reftarget"], node["reftarget"])
+    if not target.startswith("agentnb."):
+        return None
+    if target in SIGNATURE_TYPES:  # an alias is data, whatever role names it
+        role = "class" if isinstance(_find(target)[0][-1], type) else "data"  # type: ignore[index]
+        return env.get_domain("py").resolve_xref(
+            env, node["refdoc"], app.builder, role, target, node, contnode
+        )
+    hit = _find(target)
+    if hit is None:
+        return None
+    found, rest = hit
+    # the innermost object with a public home, and the members under it (a method's class)
+    for depth in range(len(found) - 1, -1, -1):
+        home = _HOME.get(id(found[depth]))
+        if home is not None:
+            target = ".".join([home, *rest[depth:]])
+            domain = env.get_domain("py")
+            return domain.resolve_xref(
+                env, node["refdoc"], app.builder, node["reftype"], target, node, contnode
+            )
+    return None
+
+
+class _BuiltinsAsText(SphinxPostTransform):
+    """An annotation's builtin (``type[Enum]``) is text, as the stdlib's types are.
+
+    Without the standard library's inventory Sphinx looks for ``type`` among the site's
+    own names and finds the fields called ``type`` (``Event.type``): a wrong link.
+    """
+
+    default_priority = 5  # before the references are resolved (10)
+
+    def run(self, **kwargs):  # type: ignore[no-untyped-def]
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("refdomain") == "py" and node["reftarget"] in vars(builtins):
+                node.replace_self(node.children or nodes.literal(text=node["reftarget"]))
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("missing-reference", _resolve_at_public_home)
+    app.connect("source-read", _add_signature_types)
+    app.add_post_transform(_BuiltinsAsText)
     app.connect("autodoc-process-docstring", _plain_summary, priority=100)
     app.connect("autodoc-process-docstring", _note_module)
     app.connect("autodoc-skip-member", _skip_reexport)

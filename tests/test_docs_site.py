@@ -7,6 +7,7 @@ It reads the site `make docs` built (make test builds it first); without one it 
 from __future__ import annotations
 
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,28 @@ def test_no_page_script_stylesheet_font_or_image_comes_from_another_host(site: P
     assert len(files) > 20
     offenders = {p.relative_to(site).as_posix(): fetched(p) for p in files}
     assert {name: urls for name, urls in offenders.items() if urls} == {}
+
+
+def test_no_agentnb_cross_reference_is_let_off() -> None:
+    # make docs is nitpicky: only the standard library's and third parties' types (whose
+    # inventories cannot be fetched offline) may go unresolved, never one of agentnb's
+    conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+    assert not [w for w in conf["suppress_warnings"] if w.startswith("ref")]
+    names = [
+        "agentnb.fsm.content.Content",
+        "agentnb._display.Drawable",
+        "agentnb.render.export.draw",
+        "StateLike",
+        "Emitted",
+        "Run",
+    ]
+    for _, pattern in conf["nitpick_ignore_regex"]:
+        assert not [name for name in names if re.fullmatch(pattern, name)], pattern
+    assert not [target for _, target in conf.get("nitpick_ignore", []) if "agentnb" in target]
+
+
+def test_each_type_named_in_a_signature_is_listed_where_it_is_defined() -> None:
+    conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+    section = conf["_signature_types_section"]()  # raises for a type that has moved
+    for path in conf["SIGNATURE_TYPES"]:
+        assert f":: {path}\n" in section

@@ -8,18 +8,57 @@ from agentnb.errors._root import AgentnbError
 
 
 class DecisionError(AgentnbError):
-    """An approval or rejection was refused; nothing was changed."""
+    """An approval or rejection was refused; nothing was changed.
+
+    Example:
+        Every refused decision is one of these:
+
+        >>> from agentnb import DecisionError, StateGraph
+        >>> graph = StateGraph("one").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> run = graph.compile().invoke({})
+        >>> try:
+        ...     run.approve(by="ada")  # nothing is waiting for a decision
+        ... except DecisionError as error:
+        ...     print(type(error).__name__)
+        ApprovalNotPending
+    """
 
 
 class InvalidDecision(DecisionError):
-    """The decision is not one of ``approved``/``rejected``, or lacks an approver."""
+    """The decision is not one of ``approved``/``rejected``, or lacks an approver.
+
+    Example:
+        >>> from agentnb import InvalidDecision, StateGraph
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile().start({})
+        >>> _ = run.step()
+        >>> try:
+        ...     run.decide("maybe", by="ada")
+        ... except InvalidDecision as error:
+        ...     print(error)
+        decision must be 'approved' or 'rejected', not 'maybe'; nothing was changed...
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
 
 
 class ApprovalNotPending(DecisionError):
-    """The run exists but is not waiting for a decision (already decided, or never paused)."""
+    """The run exists but is not waiting for a decision (already decided, or never paused).
+
+    Example:
+        >>> from agentnb import ApprovalNotPending, StateGraph
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile().start({})
+        >>> _ = run.step()
+        >>> run.approve(by="ada").accepted
+        True
+        >>> try:
+        ...     run.approve(by="bob")  # decided exactly once
+        ... except ApprovalNotPending as error:
+        ...     print(error.status, error.decided_by)
+        approved ada
+    """
 
     def __init__(self, run_id: str, status: str, decided_by: str | None = None) -> None:
         self.run_id = run_id
@@ -33,7 +72,14 @@ class ApprovalNotPending(DecisionError):
 
 
 class TaskNotNamed(DecisionError):
-    """Several tasks of the run's superstep await approval, and the decision named none."""
+    """Several tasks of the run's superstep await approval, and the decision named none.
+
+    Example:
+        >>> from agentnb.errors import TaskNotNamed
+        >>> print(TaskNotNamed("r1", ["left", "right"]))  # two parallel tasks wait: say which
+        run 'r1' has 2 tasks awaiting approval ('left', 'right'); nothing was decided. Name one:
+        run.approve(by=..., task=...)
+    """
 
     def __init__(self, run_id: str, tasks: Sequence[str]) -> None:
         self.run_id = run_id
@@ -46,7 +92,14 @@ class TaskNotNamed(DecisionError):
 
 
 class InvalidAnswer(DecisionError):
-    """An answer to a node's question does not fit the question's schema; nothing stored."""
+    """An answer to a node's question does not fit the question's schema; nothing stored.
+
+    Example:
+        >>> from agentnb import InvalidAnswer
+        >>> error = InvalidAnswer("r1", [("$.amount", "expected an integer")])
+        >>> error.problems
+        (('$.amount', 'expected an integer'),)
+    """
 
     def __init__(self, run_id: str, problems: Sequence[tuple[str, str]]) -> None:
         self.run_id = run_id
@@ -59,7 +112,19 @@ class InvalidAnswer(DecisionError):
 
 
 class NoQuestion(DecisionError):
-    """The run is pending, but at an approval (or a held task) that asks no question."""
+    """The run is pending, but at an approval (or a held task) that asks no question.
+
+    Example:
+        >>> from agentnb import NoQuestion, StateGraph
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile().start({})
+        >>> _ = run.step()  # paused for approval, not asked a question
+        >>> try:
+        ...     run.respond({"amount": 5}, by="ada")
+        ... except NoQuestion as error:
+        ...     print(type(error).__name__, error.run_id == run.run_id)
+        NoQuestion True
+    """
 
     def __init__(self, run_id: str, node: str, task: str | None = None) -> None:
         self.run_id = run_id
@@ -73,7 +138,14 @@ class NoQuestion(DecisionError):
 
 
 class ConflictingEdit(DecisionError):
-    """An approval's edit replaces a key another task of the superstep already wrote."""
+    """An approval's edit replaces a key another task of the superstep already wrote.
+
+    Example:
+        >>> from agentnb import ConflictingEdit
+        >>> error = ConflictingEdit("r1", "left", "total", "right")
+        >>> error.key
+        'total'
+    """
 
     def __init__(self, run_id: str, task: str, key: str, other: str) -> None:
         self.run_id = run_id
@@ -88,7 +160,19 @@ class ConflictingEdit(DecisionError):
 
 
 class StaleApproval(DecisionError):
-    """The approver saw a pending state whose digest no longer matches the run's."""
+    """The approver saw a pending state whose digest no longer matches the run's.
+
+    Example:
+        >>> from agentnb import StaleApproval, StateGraph
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile().start({})
+        >>> _ = run.step()
+        >>> try:
+        ...     run.approve(by="ada", expected_digest="what-ada-saw-earlier")
+        ... except StaleApproval as error:
+        ...     print(error.actual == run.pending_digest)
+        True
+    """
 
     def __init__(self, run_id: str, expected: str, actual: str) -> None:
         self.run_id = run_id
@@ -108,6 +192,20 @@ class NotAuthorized(DecisionError):
         node: the node the run is paused at.
         identity: the name of the identity the process vouched for (not the name typed).
         reason: why the policy refused, as written to the audit.
+
+    Example:
+        >>> from agentnb import Identity, MemoryCheckpointer, NotAuthorized, StateGraph
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> graph.add_interrupt_before("pay", approvers=["group:finance"])
+        StateGraph('pay', nodes=['pay'])
+        >>> store = MemoryCheckpointer(identity=lambda: Identity("bob", groups=["sales"]))
+        >>> run = graph.compile(store).start({})
+        >>> _ = run.step()
+        >>> try:
+        ...     run.approve(by="bob")
+        ... except NotAuthorized as error:
+        ...     print(error.identity)
+        bob
     """
 
     def __init__(self, run_id: str, node: str | None, identity: str, reason: str) -> None:
@@ -127,6 +225,12 @@ class PolicyUnavailable(NotAuthorized):
 
     A process without the workflow's code (the ``agentnb`` CLI, another notebook) cannot
     check it, so it may not decide the run. ``policy`` is the callable's qualified name.
+
+    Example:
+        >>> from agentnb import NotAuthorized, PolicyUnavailable
+        >>> error = PolicyUnavailable("r1", "pay", "ada", "policies:finance_only")
+        >>> isinstance(error, NotAuthorized)  # refused, like any unauthorised decision
+        True
     """
 
     def __init__(self, run_id: str, node: str | None, identity: str, policy: str) -> None:

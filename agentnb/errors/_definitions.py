@@ -13,6 +13,14 @@ class DefinitionError(AgentnbError):
     Attributes:
         culprit: the node, edge or state at fault (``None`` when the whole definition is).
         fix: what to change.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("typo").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> graph.add_edge("a", "b").compile()  # there is no node b
+        Traceback (most recent call last):
+        ...
+        agentnb.errors.DefinitionError: ...'b'...
     """
 
     def __init__(self, problem: str, *, culprit: str | None = None, fix: str = "") -> None:
@@ -28,6 +36,14 @@ class ScxmlError(DefinitionError):
     Attributes:
         line: the line of the element at fault (``None`` when the document is not XML).
         source: the file name, when it came from a file.
+
+    Example:
+        >>> from agentnb import ScxmlError, load_scxml
+        >>> try:
+        ...     load_scxml("<scxml xmlns='http://www.w3.org/2005/07/scxml'><state id='a'>\\n")
+        ... except ScxmlError as error:
+        ...     print(type(error).__name__)
+        ScxmlError
     """
 
     def __init__(
@@ -44,6 +60,18 @@ class UnsupportedElement(ScxmlError):
 
     Attributes:
         element: the element's name (``invoke``, ``script`` ...), or ``send`` for a target.
+
+    Example:
+        >>> from agentnb import ScxmlError, UnsupportedElement, load_scxml
+        >>> document = (
+        ...     '<scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0">'
+        ...     '<state id="a"><invoke type="http" src="x"/></state></scxml>'
+        ... )
+        >>> try:
+        ...     load_scxml(document)
+        ... except UnsupportedElement as error:
+        ...     print(isinstance(error, ScxmlError))
+        True
     """
 
     def __init__(
@@ -62,7 +90,14 @@ class UnsupportedElement(ScxmlError):
 
 
 class SchemaProblem:
-    """One problem found in a JSON/YAML definition, at a JSON path like ``$.states[2]``."""
+    """One problem found in a JSON/YAML definition, at a JSON path like ``$.states[2]``.
+
+    Example:
+        >>> from agentnb.fsm import validate_file
+        >>> problems = validate_file('{"name": "m", "states": ["a"], "initial": "b"}')
+        >>> [(problem.path, problem.message) for problem in problems]
+        [('$.initial', ...)]
+    """
 
     __slots__ = ("fix", "message", "path")
 
@@ -89,7 +124,17 @@ class SchemaProblem:
 
 
 class SchemaError(DefinitionError):
-    """A JSON/YAML definition is invalid; ``problems`` lists every problem found at once."""
+    """A JSON/YAML definition is invalid; ``problems`` lists every problem found at once.
+
+    Example:
+        >>> from agentnb import SchemaError
+        >>> from agentnb.fsm import load_machine
+        >>> try:
+        ...     load_machine('{"name": "m", "states": ["a"], "initial": "b"}')
+        ... except SchemaError as error:
+        ...     print([problem.path for problem in error.problems])
+        ['$.initial']
+    """
 
     def __init__(self, problems: Sequence[SchemaProblem], *, source: str | None = None) -> None:
         self.problems = list(problems)
@@ -106,7 +151,14 @@ class SchemaError(DefinitionError):
 
 
 class IncompatibleWorkflow(DefinitionError):
-    """A stored run was made by a workflow of a different shape than the one resuming it."""
+    """A stored run was made by a workflow of a different shape than the one resuming it.
+
+    Example:
+        >>> from agentnb import IncompatibleWorkflow
+        >>> error = IncompatibleWorkflow("r1", "node 'review' no longer exists")
+        >>> error.run_id, error.reason
+        ('r1', "node 'review' no longer exists")
+    """
 
     def __init__(self, run_id: str, reason: str) -> None:
         self.run_id = run_id
@@ -120,7 +172,14 @@ class IncompatibleWorkflow(DefinitionError):
 
 
 class IncompatibleMachine(DefinitionError):
-    """A stored machine instance does not fit the definition trying to drive it."""
+    """A stored machine instance does not fit the definition trying to drive it.
+
+    Example:
+        >>> from agentnb import IncompatibleMachine
+        >>> error = IncompatibleMachine("door-1", "state 'ajar' no longer exists")
+        >>> error.instance_id
+        'door-1'
+    """
 
     def __init__(self, instance_id: str, reason: str) -> None:
         self.instance_id = instance_id

@@ -13,6 +13,13 @@ class MissingDependency(AgentnbError):
         extra: the agentnb extra that brings it (``pip install "agentnb[extra]"``).
         purpose: what it was needed for.
         install: how to install it, when pip cannot (a system program such as Graphviz).
+
+    Example:
+        >>> from agentnb import MissingDependency
+        >>> error = MissingDependency("psycopg", "postgres", "PostgresCheckpointer")
+        >>> print(error)
+        psycopg is needed for PostgresCheckpointer but is not installed. Install it with: pip
+        install "agentnb[postgres]"
     """
 
     def __init__(
@@ -35,6 +42,11 @@ class RenderError(AgentnbError):
         problem: what went wrong.
         detail: what Graphviz said, if anything.
         fix: what to do about it.
+
+    Example:
+        >>> from agentnb import RenderError
+        >>> print(RenderError("dot exited with status 1", "syntax error in line 3"))
+        dot exited with status 1...
     """
 
     REPORT = (

@@ -11,9 +11,22 @@ class TransitionNotAllowed(AgentnbError):
     """A state machine received an event it does not accept in its current state.
 
     Attributes:
-        event, state: what was sent, and where the instance stood.
+        event: what was sent.
+        state: where the instance stood.
         allowed: the events the state declares.
         guards: when the event is declared but every guard refused it, their names.
+
+    Example:
+        >>> from agentnb import TransitionNotAllowed
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> instance = door.start("front")
+        >>> try:
+        ...     instance.send("pull")
+        ... except TransitionNotAllowed as error:
+        ...     print(error.state, error.event, error.allowed)
+        closed pull ['push']
     """
 
     def __init__(
@@ -38,7 +51,19 @@ class TransitionNotAllowed(AgentnbError):
 
 
 class InstanceNotFound(AgentnbError):
-    """No state-machine instance with this id exists in the store."""
+    """No state-machine instance with this id exists in the store.
+
+    Example:
+        >>> from agentnb import InstanceNotFound
+        >>> from agentnb.fsm import MemoryMachineStore, StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> try:
+        ...     door.resume("nobody", store=MemoryMachineStore())
+        ... except InstanceNotFound as error:
+        ...     print(error.instance_id)
+        nobody
+    """
 
     def __init__(self, instance_id: str) -> None:
         self.instance_id = instance_id

@@ -6,7 +6,18 @@ from typing import Any
 
 
 class AgentnbError(Exception):
-    """Root of every error raised by agentnb."""
+    """Root of every error raised by agentnb.
+
+    Example:
+        Catch this one to handle any failure of agentnb's, and only those:
+
+        >>> from agentnb import AgentnbError, MemoryCheckpointer
+        >>> try:
+        ...     MemoryCheckpointer().get_run("nope")
+        ... except AgentnbError as error:
+        ...     print(type(error).__name__)
+        RunNotFound
+    """
 
 
 def describe(error: BaseException) -> dict[str, Any]:

@@ -11,6 +11,16 @@ class InvalidState(AgentnbError):
     Attributes:
         path: where the value sits, e.g. ``state['items'][2]['when']``.
         reason: what is wrong with it.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("s").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> workflow = graph.compile()
+        >>> workflow.start({"tags": {"a", "b"}})  # a set is not JSON
+        Traceback (most recent call last):
+        ...
+        agentnb.errors.InvalidState: state['tags']: a builtins.set is not JSON. State is saved as
+        JSON:...
     """
 
     def __init__(self, path: str, reason: str) -> None:
@@ -23,7 +33,18 @@ class InvalidState(AgentnbError):
 
 
 class RunError(AgentnbError):
-    """Something happened to a run. ``run_id`` names it."""
+    """Something happened to a run. ``run_id`` names it.
+
+    Example:
+        Every error about one run says which run:
+
+        >>> from agentnb import MemoryCheckpointer, RunError
+        >>> try:
+        ...     MemoryCheckpointer().get_run("r9")
+        ... except RunError as error:
+        ...     print(error.run_id)
+        r9
+    """
 
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
         self.run_id = run_id
@@ -31,7 +52,22 @@ class RunError(AgentnbError):
 
 
 class NodeFailed(RunError):
-    """A node raised. The run is ``failed``; the original exception is ``__cause__``."""
+    """A node raised. The run is ``failed``; the original exception is ``__cause__``.
+
+    Example:
+        >>> from agentnb import NodeFailed, StateGraph
+        >>> def charge(state):
+        ...     raise ConnectionError("card service down")
+        >>> graph = StateGraph("pay").add_node("charge", charge).set_entry_point("charge")
+        >>> run = graph.compile().start({})
+        >>> try:
+        ...     run.run()
+        ... except NodeFailed as error:
+        ...     print(error.node, error.step, repr(error.__cause__))
+        charge 0 ConnectionError('card service down')
+        >>> str(run.status)  # the run is failed, its last checkpoint intact
+        'failed'
+    """
 
     def __init__(self, run_id: str, node: str, step: int, error: BaseException) -> None:
         self.node = node
@@ -48,6 +84,13 @@ class NodeTimeout(RunError):
     """A node (or a state machine's action) did not finish within its ``timeout``.
 
     It was cancelled. ``run_id`` names the run — or the machine instance, for an action.
+
+    Example:
+        >>> from agentnb import NodeTimeout
+        >>> error = NodeTimeout("r1", "fetch", 2.0)  # what a node with timeout=2.0 raises
+        >>> print(error)
+        node 'fetch' of run 'r1' did not finish within 2 s and was cancelled. Give it a larger
+        timeout= or a retry= policy.
     """
 
     def __init__(self, run_id: str, node: str, seconds: float, *, what: str = "node") -> None:
@@ -62,7 +105,19 @@ class NodeTimeout(RunError):
 
 
 class BreakerOpen(RunError):
-    """A circuit breaker is open: calls to its dependency fail fast until it cools down."""
+    """A circuit breaker is open: calls to its dependency fail fast until it cools down.
+
+    Example:
+        >>> from agentnb import BreakerOpen, CircuitBreaker, StateGraph
+        >>> breaker = CircuitBreaker("payments", failures=1, reset_after=60)
+        >>> breaker.failure()  # one failure opens this breaker
+        >>> graph = StateGraph("pay").add_node("charge", lambda state: {}, breaker=breaker)
+        >>> try:
+        ...     graph.set_entry_point("charge").compile().invoke({})
+        ... except BreakerOpen as error:
+        ...     print(error.breaker, error.node)
+        payments charge
+    """
 
     def __init__(
         self,
@@ -85,7 +140,23 @@ class BreakerOpen(RunError):
 
 
 class RoutingError(RunError):
-    """A router raised or returned a target that its edge did not declare."""
+    """A router raised or returned a target that its edge did not declare.
+
+    Example:
+        >>> from agentnb import RoutingError, StateGraph
+        >>> graph = (
+        ...     StateGraph("route")
+        ...     .add_node("a", lambda state: {})
+        ...     .add_node("b", lambda state: {})
+        ...     .set_entry_point("a")
+        ...     .add_conditional_edge("a", lambda state: "elsewhere", {"next": "b"})
+        ... )
+        >>> try:
+        ...     graph.compile().invoke({})
+        ... except RoutingError as error:
+        ...     print(error.node)
+        a
+    """
 
     def __init__(self, run_id: str, node: str, message: str) -> None:
         self.node = node
@@ -96,6 +167,25 @@ class ConflictingUpdate(RunError):
     """Two tasks of one superstep wrote the same key, and the key has no reducer.
 
     Nothing of that superstep is saved: the run fails with its last checkpoint intact.
+
+    Example:
+        Two branches of one superstep write ``total``, which has no reducer:
+
+        >>> from agentnb import ConflictingUpdate, StateGraph
+        >>> graph = (
+        ...     StateGraph("fan")
+        ...     .add_node("split", lambda state: {})
+        ...     .add_node("left", lambda state: {"total": 1})
+        ...     .add_node("right", lambda state: {"total": 2})
+        ...     .set_entry_point("split")
+        ...     .add_edge("split", "left")
+        ...     .add_edge("split", "right")
+        ... )
+        >>> try:
+        ...     graph.compile().invoke({})
+        ... except ConflictingUpdate as error:
+        ...     print(error.key, error.tasks)
+        total ('left', 'right')
     """
 
     def __init__(self, run_id: str, key: str, tasks: tuple[str, str], step: int) -> None:
@@ -112,7 +202,19 @@ class ConflictingUpdate(RunError):
 
 
 class StepBudgetExhausted(RunError):
-    """The run executed ``max_steps`` nodes without finishing."""
+    """The run executed ``max_steps`` nodes without finishing.
+
+    Example:
+        >>> from agentnb import StateGraph, StepBudgetExhausted
+        >>> graph = StateGraph("loop").add_node("again", lambda state: {}).set_entry_point("again")
+        >>> graph.add_edge("again", "again")  # never exits
+        StateGraph('loop', nodes=['again'])
+        >>> try:
+        ...     graph.compile(max_steps=3).invoke({})
+        ... except StepBudgetExhausted as error:
+        ...     print(error.max_steps, error.node)
+        3 again
+    """
 
     def __init__(self, run_id: str, max_steps: int, node: str) -> None:
         self.max_steps = max_steps
@@ -133,6 +235,15 @@ class StepNotCommitted(RunError):
     again after waits that double, then recorded the run ``failed`` at ``node`` (its
     last checkpoint intact) rather than run the node — and repeat its side effects —
     forever. ``error`` is what the last attempt raised (also the ``__cause__``).
+
+    Example:
+        >>> from agentnb import StepNotCommitted
+        >>> error = StepNotCommitted("r1", "pay", 2, 5, ValueError("bad row"))
+        >>> error.attempts, error.__class__.__mro__[1].__name__
+        (5, 'RunError')
+        >>> print(error)
+        run 'r1' could not commit its step at node 'pay' (step 2) in 5 attempts (ValueError: bad
+        row), so it is failed there....
     """
 
     def __init__(
@@ -153,7 +264,19 @@ class StepNotCommitted(RunError):
 
 class RecursionLimitReached(StepBudgetExhausted):
     """The run passed ``recursion_limit`` supersteps in one invocation, as LangGraph
-    counts them (its ``GraphRecursionError``). The run is ``failed``."""
+    counts them (its ``GraphRecursionError``). The run is ``failed``.
+
+    Example:
+        >>> from agentnb import RecursionLimitReached, StateGraph
+        >>> graph = StateGraph("loop").add_node("again", lambda state: {}).set_entry_point("again")
+        >>> graph.add_edge("again", "again")
+        StateGraph('loop', nodes=['again'])
+        >>> try:
+        ...     graph.compile(recursion_limit=4).invoke({})
+        ... except RecursionLimitReached as error:
+        ...     print(error.recursion_limit, error.node)
+        4 again
+    """
 
     def __init__(self, run_id: str, recursion_limit: int, node: str) -> None:
         self.recursion_limit = recursion_limit
@@ -171,7 +294,14 @@ class RecursionLimitReached(StepBudgetExhausted):
 
 class LegacySuperstep(RunError):
     """The run waits in a parallel superstep planned before agentnb adopted LangGraph's
-    superstep semantics; continuing it would give a different answer than it promised."""
+    superstep semantics; continuing it would give a different answer than it promised.
+
+    Example:
+        >>> from agentnb import LegacySuperstep
+        >>> print(LegacySuperstep("r1", 3, ["left", "right"]))
+        run 'r1' waits in superstep 3 (left, right), planned by an agentnb older than ...
+        (run.fork(step=2))...
+    """
 
     def __init__(self, run_id: str, step: int, tasks: list[str]) -> None:
         self.step = step
@@ -189,7 +319,16 @@ class LegacySuperstep(RunError):
 
 
 class RunNotFound(RunError):
-    """No run with this id exists in the store."""
+    """No run with this id exists in the store.
+
+    Example:
+        >>> from agentnb import MemoryCheckpointer
+        >>> MemoryCheckpointer().get_run("nope")
+        Traceback (most recent call last):
+        ...
+        agentnb.errors.RunNotFound: no run 'nope' in this store. List runs with `agentnb runs --db
+        PATH`.
+    """
 
     def __init__(self, run_id: str) -> None:
         super().__init__(
@@ -199,7 +338,17 @@ class RunNotFound(RunError):
 
 
 class RunBusy(RunError):
-    """Another worker is driving the run (it holds an unexpired lease)."""
+    """Another worker is driving the run (it holds an unexpired lease).
+
+    Example:
+        >>> from agentnb import RunBusy
+        >>> error = RunBusy("r1", "worker-7", 1700000000.0)  # what attaching to a driven run raises
+        >>> error.owner
+        'worker-7'
+        >>> print(error)
+        run 'r1' is being driven by worker-7; its lease expires at 1700000000.000 (epoch
+        seconds)....
+    """
 
     def __init__(self, run_id: str, owner: str, expires_at: float) -> None:
         self.owner = owner
@@ -212,7 +361,14 @@ class RunBusy(RunError):
 
 
 class LeaseLost(RunError):
-    """This worker's lease was taken over; its writes are refused (fencing)."""
+    """This worker's lease was taken over; its writes are refused (fencing).
+
+    Example:
+        >>> from agentnb import LeaseLost
+        >>> print(LeaseLost("r1", fence=4))
+        lost the lease on run 'r1' (fence 4): another worker took it over, so this worker's step was
+        not saved....
+    """
 
     def __init__(self, run_id: str, fence: int) -> None:
         self.fence = fence
@@ -224,7 +380,16 @@ class LeaseLost(RunError):
 
 
 class RunNotActive(RunError):
-    """The run cannot be driven in its current status (e.g. it is pending or finished)."""
+    """The run cannot be driven in its current status (e.g. it is pending or finished).
+
+    Example:
+        >>> from agentnb import RunError, RunNotActive
+        >>> error = RunNotActive("r1", "completed", "fork it to run it again (run.fork())")
+        >>> isinstance(error, RunError), error.status
+        (True, 'completed')
+        >>> print(error)
+        run 'r1' is completed: fork it to run it again (run.fork())
+    """
 
     def __init__(self, run_id: str, status: str, hint: str) -> None:
         self.status = status
@@ -232,7 +397,20 @@ class RunNotActive(RunError):
 
 
 class RunActive(RunError):
-    """The run is waiting for a decision or being driven, so it is not deleted."""
+    """The run is waiting for a decision or being driven, so it is not deleted.
+
+    Example:
+        >>> from agentnb import MemoryCheckpointer, RunActive, StateGraph
+        >>> store = MemoryCheckpointer()
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile(store).start({}, run_id="r1")
+        >>> _ = run.step()  # now pending: a person is asked to decide
+        >>> try:
+        ...     store.delete_run("r1")
+        ... except RunActive as error:
+        ...     print(error.status)
+        pending
+    """
 
     def __init__(self, run_id: str, status: str, worker: str | None = None) -> None:
         self.status = status

@@ -6,7 +6,13 @@ from agentnb.errors._root import AgentnbError
 
 
 class StoreError(AgentnbError):
-    """The checkpoint store cannot be used (closed, corrupt, unreachable)."""
+    """The checkpoint store cannot be used (closed, corrupt, unreachable).
+
+    Example:
+        >>> from agentnb import StoreCorrupt, StoreError, StoreUnavailable
+        >>> issubclass(StoreCorrupt, StoreError), issubclass(StoreUnavailable, StoreError)
+        (True, True)
+    """
 
 
 class StoreFileError(StoreError):
@@ -24,6 +30,18 @@ class StoreFileError(StoreError):
         doing: what failed: ``"open"``, ``"read"``, ``"write to"``.
         reason: what SQLite (or the operating system) said.
         fix: what to do.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> from agentnb import SqliteCheckpointer, StoreFileError
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> (folder / "notes.txt").write_text("not a database, just text " * 100)
+        2600
+        >>> try:
+        ...     SqliteCheckpointer(folder / "notes.txt")
+        ... except StoreFileError as error:
+        ...     print(type(error).__name__, error.path.endswith("notes.txt"))
+        StoreCorrupt True
     """
 
     def __init__(self, path: str, doing: str, reason: str, fix: str) -> None:
@@ -35,20 +53,55 @@ class StoreFileError(StoreError):
 
 
 class StoreReadOnly(StoreFileError):
-    """This process may not write the database file or the directory holding it."""
+    """This process may not write the database file or the directory holding it.
+
+    Example:
+        >>> from agentnb import StoreFileError, StoreReadOnly
+        >>> error = StoreReadOnly(
+        ...     "runs.sqlite3", "writing a step", "readonly database", "make the file writable"
+        ... )
+        >>> isinstance(error, StoreFileError), error.path
+        (True, 'runs.sqlite3')
+    """
 
 
 class StoreCorrupt(StoreFileError):
-    """The file is damaged, or is not a SQLite database: restore it from a backup."""
+    """The file is damaged, or is not a SQLite database: restore it from a backup.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> from agentnb import SqliteCheckpointer, StoreCorrupt
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.sqlite3"
+        >>> _ = path.write_bytes(b"garbage " * 512)
+        >>> try:
+        ...     SqliteCheckpointer(path)
+        ... except StoreCorrupt as error:
+        ...     print(error.doing)
+        open
+    """
 
 
 class StoreFull(StoreFileError):
     """The disk (or the quota) holding the database is full: nothing of the write was
-    saved; free space and retry."""
+    saved; free space and retry.
+
+    Example:
+        >>> from agentnb import StoreFileError, StoreFull
+        >>> error = StoreFull("runs.sqlite3", "writing", "database or disk is full", "free space")
+        >>> isinstance(error, StoreFileError), error.reason
+        (True, 'database or disk is full')
+    """
 
 
 class SchemaVersionError(StoreError):
-    """The database was created by a newer agentnb than this one."""
+    """The database was created by a newer agentnb than this one.
+
+    Example:
+        >>> from agentnb import SchemaVersionError
+        >>> error = SchemaVersionError("runs.sqlite3", found=99, supported=12)
+        >>> error.found, error.supported
+        (99, 12)
+    """
 
     def __init__(self, path: str, found: int, supported: int) -> None:
         self.path = path
@@ -67,6 +120,12 @@ class StoreUnavailable(StoreError):
         where: the DSN, without its password.
         reason: what the server or the client library said.
         fix: what to change.
+
+    Example:
+        >>> from agentnb import StoreUnavailable
+        >>> error = StoreUnavailable("postgresql://db/agentnb", "connection refused", "start it")
+        >>> error.where
+        'postgresql://db/agentnb'
     """
 
     def __init__(self, where: str, reason: str, fix: str) -> None:
@@ -77,7 +136,14 @@ class StoreUnavailable(StoreError):
 
 
 class InstanceConflict(StoreError):
-    """Another writer moved a machine instance on while this event was being decided."""
+    """Another writer moved a machine instance on while this event was being decided.
+
+    Example:
+        >>> from agentnb import InstanceConflict
+        >>> error = InstanceConflict("door-1", "push", expected=3, found=4)  # another went first
+        >>> error.expected, error.found
+        (3, 4)
+    """
 
     def __init__(self, instance_id: str, event: str, expected: int, found: int) -> None:
         self.instance_id = instance_id
@@ -92,7 +158,16 @@ class InstanceConflict(StoreError):
 
 
 class InvalidRetention(StoreError):
-    """``prune`` was given a duration or a status it cannot use; nothing was deleted."""
+    """``prune`` was given a duration or a status it cannot use; nothing was deleted.
+
+    Example:
+        >>> from agentnb import InvalidRetention, MemoryCheckpointer
+        >>> try:
+        ...     MemoryCheckpointer().prune(before=0, status="pending")  # never prunes a pending run
+        ... except InvalidRetention as error:
+        ...     print(error.argument, error.value)
+        status pending
+    """
 
     def __init__(self, argument: str, value: object, fix: str) -> None:
         self.argument = argument

@@ -9,7 +9,17 @@ from agentnb.errors._root import AgentnbError
 
 
 class UnknownExercise(AgentnbError):
-    """No exercise is registered under this id in :mod:`agentnb.teach`."""
+    """No exercise is registered under this id in :mod:`agentnb.teach`.
+
+    Example:
+        >>> from agentnb import UnknownExercise
+        >>> from agentnb.teach import lookup
+        >>> try:
+        ...     lookup("99.9")
+        ... except UnknownExercise as error:
+        ...     print(error.exercise_id)
+        99.9
+    """
 
     def __init__(self, exercise_id: str, close: Sequence[str], known: Sequence[str]) -> None:
         self.exercise_id = exercise_id
@@ -31,6 +41,11 @@ class ExerciseFailed(AgentnbError, AssertionError):
 
     Attributes:
         result: the :class:`agentnb.teach.Result`: what was recorded, and the hint.
+
+    Example:
+        >>> from agentnb import ExerciseFailed
+        >>> issubclass(ExerciseFailed, AssertionError)  # a failed check fails a test, too
+        True
     """
 
     def __init__(self, result: Any) -> None:

@@ -16,7 +16,14 @@ __all__ = ["ScriptedModel", "tool_call"]
 
 
 def tool_call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
-    """An assistant message asking for one tool call, in the common chat-API shape."""
+    """An assistant message asking for one tool call, in the common chat-API shape.
+
+    Example:
+        >>> from agentnb.examples import tool_call
+        >>> tool_call("search", "call-1", query="refund policy")
+        {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call-1', 'name': 'search',
+        'args': {'query': 'refund policy'}}]}
+    """
     return {
         "role": "assistant",
         "content": "",

@@ -22,7 +22,18 @@ APPROVAL_THRESHOLD = 500
 
 
 class PaymentService:
-    """A simulated payment provider; ``refunds`` lists every amount actually paid out."""
+    """A simulated payment provider; ``refunds`` lists every amount actually paid out.
+
+    Example:
+        >>> from agentnb.examples import PaymentService
+        >>> payments = PaymentService()
+        >>> payments.refund(40, idempotency_key="run-1:refund")
+        {'refund_id': 're_1', 'amount': 40}
+        >>> payments.refund(40, idempotency_key="run-1:refund")  # a retry pays nothing twice
+        {'refund_id': 're_1', 'amount': 40}
+        >>> payments.refunds
+        [40]
+    """
 
     def __init__(self, refunds: list[Any] | None = None) -> None:
         self.refunds: list[Any] = [] if refunds is None else refunds
@@ -40,7 +51,14 @@ class PaymentService:
 
 
 def build_refund_graph(payments: PaymentService | list[Any] | None = None) -> StateGraph:
-    """The refund graph; pass a :class:`PaymentService` (or the list it should pay into)."""
+    """The refund graph; pass a :class:`PaymentService` (or the list it should pay into).
+
+    Example:
+        >>> from agentnb.examples import build_refund_graph
+        >>> graph = build_refund_graph()
+        >>> graph
+        StateGraph('refund', nodes=['planner', 'human_approval', 'refund'])
+    """
     service = payments if isinstance(payments, PaymentService) else PaymentService(payments)
 
     def planner(state: dict[str, Any]) -> dict[str, Any]:
@@ -86,5 +104,17 @@ def build_refund_workflow(
     checkpointer: Checkpointer | None = None,
     payments: PaymentService | list[Any] | None = None,
 ) -> Workflow:
-    """The compiled refund workflow (in memory unless a checkpointer is given)."""
+    """The compiled refund workflow (in memory unless a checkpointer is given).
+
+    Example:
+        >>> from agentnb.examples import PaymentService, build_refund_workflow
+        >>> payments = PaymentService()
+        >>> workflow = build_refund_workflow(payments=payments)
+        >>> small = workflow.invoke({"requested": 40})  # under the threshold: no approval
+        >>> str(small.status), payments.refunds
+        ('completed', [40])
+        >>> big = workflow.start({"requested": 800}).run()
+        >>> str(big.status), big.node
+        ('pending', 'human_approval')
+    """
     return build_refund_graph(payments).compile(checkpointer)

@@ -42,6 +42,12 @@ def build_refund_machine() -> StateMachine:
 
     Events carry what the workflow's nodes would return: ``planned`` the amount,
     ``paid`` the receipt. Amounts above ``APPROVAL_THRESHOLD`` go to ``human_approval``.
+
+    Example:
+        >>> from agentnb.examples import build_refund_machine
+        >>> machine = build_refund_machine()
+        >>> machine.initial, machine.states
+        ('planner', ('planner', 'human_approval', 'refund', 'done', 'rejected'))
     """
     machine = StateMachine(
         "refund",

@@ -53,7 +53,30 @@ TargetSpec: TypeAlias = str | Sequence[str] | Mapping[str, Any] | None
 
 @dataclass(frozen=True)
 class State:
-    """A state; with ``states`` it is compound and starts in ``initial`` (or its first child)."""
+    """A state; with ``states`` it is compound and starts in ``initial`` (or its first child).
+
+    Example:
+        A compound state starts in its ``initial`` child; an event the child does not take is
+        offered to its parent:
+
+        >>> from agentnb import State, Statechart
+        >>> player = Statechart("player", [
+        ...     State("on", initial="paused", on={"power": "off"}, states=[
+        ...         State("paused", on={"play": "playing"}),
+        ...         State("playing", on={"pause": "paused"}),
+        ...     ]),
+        ...     State("off"),
+        ... ])
+        >>> radio = player.start()
+        >>> sorted(radio.configuration)
+        ['on', 'paused']
+        >>> _ = radio.send("play")
+        >>> sorted(radio.configuration)
+        ['on', 'playing']
+        >>> _ = radio.send("power")  # taken by the parent, whatever child is active
+        >>> sorted(radio.configuration)
+        ['off']
+    """
 
     id: str
     states: Sequence[State | Parallel | Final | History] = ()
@@ -67,7 +90,23 @@ class State:
 
 @dataclass(frozen=True)
 class Parallel:
-    """A state whose children (regions) are all active at once."""
+    """A state whose children (regions) are all active at once.
+
+    Example:
+        Both regions are active at once; one event can move each of them:
+
+        >>> from agentnb import Parallel, State, Statechart
+        >>> desk = Statechart("desk", [
+        ...     Parallel("working", states=[
+        ...         State("lamp", states=[State("dark", on={"tick": "lit"}), State("lit")]),
+        ...         State("fan", states=[State("still", on={"tick": "on"}), State("on")]),
+        ...     ]),
+        ... ])
+        >>> instance = desk.start()
+        >>> _ = instance.send("tick")
+        >>> sorted(instance.configuration)
+        ['fan', 'lamp', 'lit', 'on', 'working']
+    """
 
     id: str
     states: Sequence[State | Parallel | Final | History] = ()
@@ -80,7 +119,16 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Final:
-    """A final state: entering it queues ``done.state.<parent id>`` with ``donedata``."""
+    """A final state: entering it queues ``done.state.<parent id>`` with ``donedata``.
+
+    Example:
+        >>> from agentnb import Final, State, Statechart
+        >>> order = Statechart("order", [State("open", on={"pay": "paid"}), Final("paid")])
+        >>> instance = order.start()
+        >>> _ = instance.send("pay")
+        >>> instance.is_final
+        True
+    """
 
     id: str
     donedata: Any = None
@@ -90,7 +138,25 @@ class Final:
 
 @dataclass(frozen=True)
 class History:
-    """A history pseudo-state: re-enters the parent's last active child (``deep``: leaves)."""
+    """A history pseudo-state: re-enters the parent's last active child (``deep``: leaves).
+
+    Example:
+        Leaving ``on`` and coming back resumes the child it was in, not its initial one:
+
+        >>> from agentnb import History, State, Statechart
+        >>> player = Statechart("player", [
+        ...     State("on", initial="paused", on={"power": "off"}, states=[
+        ...         State("paused", on={"play": "playing"}),
+        ...         State("playing"),
+        ...         History("last"),
+        ...     ]),
+        ...     State("off", on={"power": "last"}),
+        ... ])
+        >>> radio = player.start()
+        >>> _ = radio.send("play"); _ = radio.send("power"); _ = radio.send("power")
+        >>> sorted(radio.configuration)
+        ['on', 'playing']
+    """
 
     id: str
     deep: bool = False
@@ -139,6 +205,18 @@ class Statechart(Drawable):
 
     Raises:
         DefinitionError: an id repeats or is missing, a target or initial state does not exist.
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> light = Statechart("light", [
+        ...     State("off", on={"flip": "on"}),
+        ...     State("on", on={"flip": "off"}),
+        ... ])
+        >>> lamp = light.start("lamp-1")
+        >>> lamp.send("flip").target
+        'on'
+        >>> sorted(lamp.configuration)
+        ['on']
     """
 
     def __init__(

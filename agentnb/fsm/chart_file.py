@@ -75,6 +75,19 @@ def load_statechart(
     Raises:
         SchemaError: with every problem found; nothing is half-loaded.
         MissingDependency: ``jsonschema`` (or ``pyyaml`` for YAML) is not installed.
+
+    Example:
+        >>> from agentnb import load_statechart
+        >>> chart = load_statechart('''
+        ... kind: statechart
+        ... name: door
+        ... initial: shut
+        ... states:
+        ...   shut: {"on": {open: ajar}}      # "on" quoted: bare on is YAML's True
+        ...   ajar: {"on": {close: shut}}
+        ... ''')
+        >>> chart.start().send("open").target
+        'ajar'
     """
     content, label, fmt = read_source(source, format)
     document = parse_document(content, source=label, format=fmt)
@@ -107,6 +120,16 @@ def load_xstate(config: Mapping[str, Any] | str, *, registry: Registry | None = 
 
     Raises:
         SchemaError: every problem at once.
+
+    Example:
+        >>> from agentnb import load_xstate
+        >>> chart = load_xstate({
+        ...     "id": "door",
+        ...     "initial": "shut",
+        ...     "states": {"shut": {"on": {"OPEN": "ajar"}}, "ajar": {"on": {"CLOSE": "shut"}}},
+        ... })
+        >>> chart.start().send("OPEN").target
+        'ajar'
     """
     label = "<xstate>"
     if isinstance(config, str):

@@ -107,7 +107,21 @@ def _value(rt: Runtime, expr: Expression | None, literal: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Raise:
-    """Queue an internal event (processed before any external one)."""
+    """Queue an internal event (processed before any external one).
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Raise
+        >>> chain = Statechart("chain", [
+        ...     State("a", on={"go": "b"}),
+        ...     State("b", on_enter=[Raise("next")], on={"next": "c"}),  # in the same macrostep
+        ...     State("c"),
+        ... ])
+        >>> instance = chain.start()
+        >>> _ = instance.send("go")
+        >>> sorted(instance.configuration)
+        ['c']
+    """
 
     event: str
     data: Any = None
@@ -123,6 +137,22 @@ class Send:
 
     ``target="#_internal"`` queues it as an internal event. ``id`` names a delayed send so
     :class:`Cancel` can withdraw it.
+
+    Example:
+        >>> from agentnb import ManualClock, State, Statechart
+        >>> from agentnb.fsm import Send
+        >>> clock = ManualClock()
+        >>> alarm = Statechart("alarm", [
+        ...     State("set", on_enter=[Send("ring", delay=10, id="alarm")], on={"ring": "ringing"}),
+        ...     State("ringing"),
+        ... ])
+        >>> instance = alarm.start(clock=clock)
+        >>> [(timer.event, timer.fire_at) for timer in instance.timers()]
+        [('ring', 10.0)]
+        >>> clock.advance(10)
+        10.0
+        >>> [record.target for record in instance.run_due()]
+        ['ringing']
     """
 
     event: str | None = None
@@ -185,7 +215,22 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """Withdraw the delayed send with this id (nothing happens if it already fired)."""
+    """Withdraw the delayed send with this id (nothing happens if it already fired).
+
+    Example:
+        >>> from agentnb import ManualClock, State, Statechart
+        >>> from agentnb.fsm import Cancel, Send
+        >>> clock = ManualClock()
+        >>> alarm = Statechart("alarm", [
+        ...     State("set", on_enter=[Send("ring", delay=10, id="alarm")],
+        ...           on={"ring": "ringing", "off": {"action": [Cancel("alarm")]}}),
+        ...     State("ringing"),
+        ... ])
+        >>> instance = alarm.start(clock=clock)
+        >>> _ = instance.send("off")
+        >>> instance.timers()
+        []
+    """
 
     sendid: str | None = None
     sendidexpr: Expression | None = None
@@ -200,7 +245,18 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class Log:
-    """Record ``label`` and the expression's value in the session's log (informative)."""
+    """Record ``label`` and the expression's value in the session's log (informative).
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Log
+        >>> chart = Statechart("noisy", [State("a", on={"go": {"action": [Log("n is", "n")]}})],
+        ...                    datamodel={"n": 7})
+        >>> instance = chart.start()
+        >>> _ = instance.send("go")
+        >>> instance.logs
+        [('n is', 7)]
+    """
 
     label: str = ""
     expr: Expression | None = None
@@ -215,7 +271,18 @@ class Log:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
-    """Set a datamodel location (it must exist) to an expression's value or a literal."""
+    """Set a datamodel location (it must exist) to an expression's value or a literal.
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Assign
+        >>> tick = {"action": [Assign("n", "n + 1")]}  # an expression, evaluated safely
+        >>> counter = Statechart("counter", [State("idle", on={"tick": tick})], datamodel={"n": 0})
+        >>> instance = counter.start()
+        >>> _ = instance.send("tick"); _ = instance.send("tick")
+        >>> instance.context["n"]
+        2
+    """
 
     location: Location
     expr: Expression | None = None
@@ -231,7 +298,23 @@ class Assign:
 
 @dataclass(frozen=True, slots=True)
 class If:
-    """``<if>``/``<elseif>``/``<else>``: the first branch whose condition holds runs."""
+    """``<if>``/``<elseif>``/``<else>``: the first branch whose condition holds runs.
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Assign, If
+        >>> from agentnb.fsm.expressions import Expression
+        >>> size = If((
+        ...     (Expression("amount > 500"), (Assign("size", "'big'"),)),
+        ...     (None, (Assign("size", "'small'"),)),  # else
+        ... ))
+        >>> refund = Statechart("refund", [State("new", on={"size": {"action": [size]}})],
+        ...                     datamodel={"amount": 800, "size": None})
+        >>> instance = refund.start()
+        >>> _ = instance.send("size")
+        >>> instance.context["size"]
+        'big'
+    """
 
     branches: tuple[tuple[Expression | None, tuple[Content, ...]], ...]
     line: int | None = field(default=None, compare=False)
@@ -246,7 +329,19 @@ class If:
 
 @dataclass(frozen=True, slots=True)
 class Foreach:
-    """Run ``body`` once per item of a copy of ``array``, binding ``item`` (and ``index``)."""
+    """Run ``body`` once per item of a copy of ``array``, binding ``item`` (and ``index``).
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Assign, Foreach
+        >>> add_up = Foreach("items", "item", body=(Assign("total", "total + item"),))
+        >>> cart = Statechart("cart", [State("open", on={"sum": {"action": [add_up]}})],
+        ...                   datamodel={"items": [3, 4, 5], "total": 0})
+        >>> instance = cart.start()
+        >>> _ = instance.send("sum")
+        >>> instance.context["total"]
+        12
+    """
 
     array: Expression
     item: Location

@@ -113,6 +113,17 @@ class MachineInstance(Drawable, MachineViewable):
         microsteps: what the interpreter did for the last event (transitions taken and
             preempted, exit and entry sets, actions, events queued), for teaching views.
         logs: what ``<log>`` content wrote during the last event.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed")
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> _ = door.add_transition("open", "pull", "closed")
+        >>> front = door.start("front", context={"pushes": 0})
+        >>> front.state, front.send("push").target, front.state
+        ('closed', 'open', 'open')
+        >>> [(record.seq, record.source, record.target) for record in front.history]
+        [(1, 'closed', 'open')]
     """
 
     def __init__(

@@ -104,6 +104,13 @@ def validate_file(
 
     Without ``registry``, guard/action/hook names are checked for form only — the command
     line cannot know the functions a program will register.
+
+    Example:
+        >>> from agentnb.fsm import validate_file
+        >>> validate_file('{"name": "m", "states": ["a"], "initial": "a", "final": ["a"]}')
+        []
+        >>> [problem.path for problem in validate_file('{"name": "m", "states": ["a"]}')]
+        ['$.initial']
     """
     try:
         content, label, fmt = read_source(path, format)

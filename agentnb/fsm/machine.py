@@ -74,7 +74,15 @@ def callable_name(fn: Callable[..., Any] | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """One declared transition. ``index`` is its position in declaration order."""
+    """One declared transition. ``index`` is its position in declaration order.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> transition = door.add_transition("closed", "push", "open", label="push it")
+        >>> transition.source, transition.event, transition.target, transition.index
+        ('closed', 'push', 'open', 0)
+    """
 
     source: str
     event: str
@@ -84,7 +92,7 @@ class Transition:
     label: str | None = None
     index: int = 0
     timeout: float | None = None
-    """Seconds the action may take (see :mod:`agentnb.resilience`)."""
+    """Seconds the action may take (see ``agentnb.resilience``)."""
     retry: Retry | None = None
     breaker: CircuitBreaker | None = None
 
@@ -141,6 +149,19 @@ class StateMachine(Drawable):
 
     The definition can change until the first instance starts (or :meth:`freeze` is
     called); after that it is fixed, so running instances never see it move under them.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open", "gone"], initial="closed",
+        ...                     final=["gone"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> _ = door.add_transition("open", "pull", "closed")
+        >>> _ = door.add_transition("open", "remove", "gone")
+        >>> front = door.start("front")
+        >>> front.send("push").target, front.allowed_events()
+        ('open', ['pull', 'remove'])
+        >>> door.decide("closed", "push", {}).target  # the pure transition function, no instance
+        'open'
     """
 
     def __init__(
@@ -265,7 +286,7 @@ class StateMachine(Drawable):
         Several transitions may share a source and event when guarded: the first whose guard
         passes wins, in declaration order, and at most one unguarded transition may come
         last as the fallback. ``timeout``, ``retry`` and ``breaker`` guard the action as they
-        guard a workflow node (:mod:`agentnb.resilience`); a failed action leaves the
+        guard a workflow node (``agentnb.resilience``); a failed action leaves the
         instance where it was.
 
         Raises:

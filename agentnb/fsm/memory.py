@@ -21,6 +21,18 @@ class MemoryMachineStore:
 
     Contexts and payloads are kept as JSON text, so what comes back is a fresh copy, as
     from a database.
+
+    Example:
+        An instance is resumed from its store, here one in memory:
+
+        >>> from agentnb.fsm import MemoryMachineStore, StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed")
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> _ = door.add_transition("open", "pull", "closed")
+        >>> store = MemoryMachineStore()
+        >>> _ = door.start("front", store=store).send("push")
+        >>> door.resume("front", store=store).state
+        'open'
     """
 
     def __init__(self) -> None:

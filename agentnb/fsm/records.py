@@ -20,6 +20,14 @@ class TransitionRecord:
 
     An event that was not allowed and ``strict=False`` is recorded with ``ignored=True``,
     ``source == target``, and ``reason`` saying why.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> record = door.start("front").send("push", payload={"by": "ada"})
+        >>> record.seq, record.event, record.source, record.target, record.payload
+        (1, 'push', 'closed', 'open', {'by': 'ada'})
     """
 
     instance_id: str
@@ -51,7 +59,18 @@ class TransitionRecord:
 @dataclass(frozen=True, slots=True)
 class InstanceSnapshot:
     """Where an instance stands after ``seq`` records: its active states' names, its
-    context and its session."""
+    context and its session.
+
+    Example:
+        >>> from agentnb.fsm import MemoryMachineStore, StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> store = MemoryMachineStore()
+        >>> _ = door.start("front", store=store).send("push")
+        >>> snapshot = store.load("front")
+        >>> snapshot.state, snapshot.seq, snapshot.machine
+        ('open', 1, 'door')
+    """
 
     instance_id: str
     machine: str
@@ -77,6 +96,13 @@ class TimerRecord:
     firing: its event record has ``event_id == "timer:" + key``, so a timer can never be
     processed twice, whichever process drives the instance. ``sendid`` is the cancellation
     id (``<send id>``/``<cancel sendid>``), ``None`` when the send had none.
+
+    Example:
+        >>> from agentnb import ManualClock, State, Statechart
+        >>> kettle = Statechart("kettle", [State("heating", after={5: "boiled"}), State("boiled")])
+        >>> instance = kettle.start("k1", clock=ManualClock(100.0))
+        >>> [(timer.instance_id, timer.fire_at) for timer in instance.timers()]
+        [('k1', 105.0)]
     """
 
     instance_id: str

@@ -44,6 +44,23 @@ class ReloadResult:
         status: ``"applied"`` (the new definition is live) or ``"refused"`` (the old stays).
         generation: the live definition's generation after this attempt (1 = first load).
         problems: why it was refused: file problems, or instances that cannot follow.
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> from agentnb.fsm import MachineReloader
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "door.json"
+        >>> door = {"name": "door", "states": ["closed", "open"], "initial": "closed",
+        ...         "final": ["open"],
+        ...         "transitions": [{"source": "closed", "event": "push", "target": "open"}]}
+        >>> _ = path.write_text(json.dumps(door))
+        >>> reloader = MachineReloader(path)
+        >>> _ = path.write_text(json.dumps({**door, "initial": "nowhere"}))  # a broken edit
+        >>> result = reloader.reload()
+        >>> result.status, [problem.path for problem in result.problems]
+        ('refused', ['$.initial'])
+        >>> reloader.machine.initial  # the last valid machine keeps running
+        'closed'
+        >>> reloader.close()
     """
 
     status: Literal["applied", "refused"]
@@ -79,6 +96,23 @@ class MachineReloader:
 
     Use it as a context manager (or call :meth:`watch` and :meth:`close`); :meth:`reload`
     reloads on demand without watching.
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> from agentnb.fsm import MachineReloader
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "door.json"
+        >>> door = {"name": "door", "states": ["closed", "open"], "initial": "closed",
+        ...         "final": ["open"],
+        ...         "transitions": [{"source": "closed", "event": "push", "target": "open"}]}
+        >>> _ = path.write_text(json.dumps(door))
+        >>> reloader = MachineReloader(path)
+        >>> door["states"].append("ajar")  # an edit that still validates
+        >>> door["transitions"] += [{"source": "closed", "event": "nudge", "target": "ajar"},
+        ...                         {"source": "ajar", "event": "push", "target": "open"}]
+        >>> _ = path.write_text(json.dumps(door))
+        >>> reloader.reload().status, reloader.machine.states
+        ('applied', ('closed', 'open', 'ajar'))
+        >>> reloader.close()
     """
 
     def __init__(

@@ -61,6 +61,18 @@ def load_scxml(document: str | os.PathLike[str]) -> Statechart:
     Raises:
         ScxmlError: the document is not well-formed, or an attribute is missing or wrong.
         UnsupportedElement: an element agentnb does not run (named, with its line).
+
+    Example:
+        >>> from agentnb import load_scxml
+        >>> chart = load_scxml('''
+        ... <scxml xmlns="http://www.w3.org/2005/07/scxml" version="1.0" name="door" initial="shut">
+        ...   <state id="shut"><transition event="open" target="ajar"/></state>
+        ...   <state id="ajar"><transition event="close" target="shut"/></state>
+        ... </scxml>
+        ... ''')
+        >>> door = chart.start()
+        >>> door.send("open").target
+        'ajar'
     """
     source: str | None = None
     if isinstance(document, os.PathLike) or not str(document).lstrip().startswith("<"):

@@ -21,6 +21,22 @@ class MachineStore(Protocol):
 
     Every method is short and synchronous; :meth:`commit` is the only write after
     :meth:`create`, and it is atomic.
+
+    Example:
+        Every machine store (in memory, or a checkpointer's) offers the same calls:
+
+        >>> from agentnb import MemoryCheckpointer
+        >>> from agentnb.fsm import MachineStore, MemoryMachineStore, StateMachine
+        >>> def where(store: MachineStore, instance_id: str) -> str:
+        ...     return store.load(instance_id).state
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> checkpointer = MemoryCheckpointer()  # its machines live beside its runs
+        >>> for store in (MemoryMachineStore(), checkpointer.machines):
+        ...     _ = door.start("front", store=store).send("push")
+        ...     print(where(store, "front"))
+        open
+        open
     """
 
     def create(self, snapshot: InstanceSnapshot, timers: TimerChange | None = None) -> None:

@@ -31,7 +31,24 @@ def wall_clock() -> float:
 
 
 class ManualClock:
-    """A clock that moves only when told to (``advance``/``set``)."""
+    """A clock that moves only when told to (``advance``/``set``).
+
+    Example:
+        A delayed event fires when the clock reaches it, and only then:
+
+        >>> from agentnb import ManualClock, State, Statechart
+        >>> clock = ManualClock()
+        >>> kettle = Statechart("kettle", [State("heating", after={5: "boiled"}), State("boiled")])
+        >>> instance = kettle.start(clock=clock)
+        >>> clock.advance(4)
+        4.0
+        >>> instance.run_due()
+        []
+        >>> clock.advance(1)
+        5.0
+        >>> [record.target for record in instance.run_due()]
+        ['boiled']
+    """
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = float(start)

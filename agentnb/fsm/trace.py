@@ -42,7 +42,21 @@ class TimerRequest:
 
 @dataclass(slots=True)
 class Microstep:
-    """What one microstep did, in order (for the microstep view and for teaching)."""
+    """What one microstep did, in order (for the microstep view and for teaching).
+
+    Example:
+        >>> from agentnb import State, Statechart
+        >>> from agentnb.fsm import Raise
+        >>> chain = Statechart("chain", [
+        ...     State("a", on={"go": "b"}),
+        ...     State("b", on_enter=[Raise("next")], on={"next": "c"}),
+        ...     State("c"),
+        ... ])
+        >>> instance = chain.start()
+        >>> _ = instance.send("go")
+        >>> [(step.event, step.exited, step.entered) for step in instance.microsteps]
+        [('go', ['a'], ['b']), ('next', ['b'], ['c'])]
+    """
 
     event: str | None
     taken: list[str] = field(default_factory=list)

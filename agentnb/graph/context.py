@@ -32,6 +32,18 @@ class NodeContext:
             i-th :class:`~agentnb.Send` to it.
         idempotency_key: stable for this run, superstep and task — the same when the task
             is re-executed after a crash — so a payment API can de-duplicate the call.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> def work(state, ctx):
+        ...     ctx.emit("progress", {"done": 1})  # a custom event, saved with the step
+        ...     return {"where": f"{ctx.node} at step {ctx.step}"}
+        >>> graph = StateGraph("ctx").add_node("work", work).set_entry_point("work")
+        >>> run = graph.compile().invoke({})
+        >>> run.state["where"]
+        'work at step 0'
+        >>> [event.node for event in run.events if event.type == "progress"]
+        ['work']
     """
 
     __slots__ = (
@@ -180,7 +192,7 @@ class NodeContext:
         A reader of ``run.astream(mode="custom")`` gets it at once, as an
         :class:`~agentnb.graph.streams.Emitted`. The store gets one event per kind at the
         end of the step, ``{"data": [...], "count": n}`` (bounded: see
-        :mod:`agentnb.graph.streams`), or nothing with ``compile(keep_streams=False)``.
+        ``agentnb.graph.streams``), or nothing with ``compile(keep_streams=False)``.
         """
         if kind in _BUILTIN_TYPES or not isinstance(kind, str) or not kind:
             raise AgentnbError(

@@ -79,6 +79,14 @@ class LoadedGraph(StateGraph):
     """A :class:`StateGraph` read from a file, whose ``max_steps`` ``compile()`` uses.
 
     ``source`` names the file and ``digest`` (SHA-256 of its bytes) its version.
+
+    Example:
+        >>> from agentnb.graph import LoadedGraph, load_workflow
+        >>> graph = load_workflow('{"kind": "workflow", "name": "hi", "entry": "greet", '
+        ...                       '"nodes": ["greet"], "max_steps": 5}',
+        ...                       registry={"greet": lambda state: {}})
+        >>> isinstance(graph, LoadedGraph), graph.compile().max_steps
+        (True, 5)
     """
 
     description: str = ""
@@ -151,6 +159,14 @@ def validate_workflow_file(
 
     Without ``registry``, the names of functions, routers, reducers and exceptions are
     checked for form only — the command line cannot know what a program will register.
+
+    Example:
+        >>> from agentnb.graph import validate_workflow_file
+        >>> good = '{"kind": "workflow", "name": "w", "entry": "a", "nodes": ["a"]}'
+        >>> validate_workflow_file(good)
+        []
+        >>> [problem.path for problem in validate_workflow_file('{"kind": "workflow"}')]
+        ['$.name', '$.entry', '$.nodes']
     """
     try:
         content, label, fmt = read_source(path, format)

@@ -39,7 +39,17 @@ __all__ = ["NodeContext", "Run", "StepResult"]
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one :meth:`Run.step` did."""
+    """What one :meth:`Run.step` did.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("count").add_node("one", lambda state: {"n": 1})
+        >>> graph.set_entry_point("one")
+        StateGraph('count', nodes=['one'])
+        >>> result = graph.compile().start({}).step()
+        >>> result.node, result.delta, result.next, str(result.status)
+        ('one', {'n': 1}, 'END', 'completed')
+    """
 
     run_id: str
     node: str | None
@@ -74,7 +84,30 @@ class StepResult:
 
 
 class Run(Approvals, Drawable, HasTimeline, Viewable):
-    """A run of a workflow. Create with ``workflow.start()``, re-attach with ``attach()``."""
+    """A run of a workflow. Create with ``workflow.start()``, re-attach with ``attach()``.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {"amount": 800})
+        ...     .add_node("pay", lambda state: {"paid": state["amount"]})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")  # a person decides before pay runs
+        ... )
+        >>> run = graph.compile().start({}, run_id="r1")  # start runs nothing yet
+        >>> print(run.step())
+        ran 'plan' → 'pay'  delta={'amount': 800}  [pending]
+        >>> run
+        <Run r1 of 'refund': pending at 'pay', step 1/25>
+        >>> run.approve(by="ada").accepted
+        True
+        >>> run.run()
+        <Run r1 of 'refund': completed at 'END', step 2/25>
+        >>> run.state
+        {'amount': 800, 'paid': 800}
+    """
 
     # -- construction ------------------------------------------------------------------
 

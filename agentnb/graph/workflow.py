@@ -35,7 +35,17 @@ _POOLS: dict[int, Executor] = {}
 
 
 class Workflow(Drawable):
-    """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``."""
+    """A compiled :class:`~agentnb.StateGraph`. Build one with ``graph.compile(...)``.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("greet").add_node("hi", lambda state: {"text": "hi " + state["who"]})
+        >>> workflow = graph.set_entry_point("hi").compile()  # in memory; compile(store) keeps runs
+        >>> workflow
+        <Workflow 'greet': 1 nodes, entry 'hi', max_steps=25>
+        >>> workflow.invoke({"who": "ada"}).state
+        {'who': 'ada', 'text': 'hi ada'}
+    """
 
     def __init__(
         self,
@@ -258,7 +268,7 @@ class Workflow(Drawable):
         """The node that follows ``node`` when the state is ``state`` (one branch only).
 
         For fan-out, joins and :class:`~agentnb.Send`, see
-        :func:`agentnb.graph.superstep.follow`, which the runtime uses.
+        ``agentnb.graph.superstep.follow``, which the runtime uses.
 
         Raises:
             RoutingError: the router raised, returned an outcome it did not declare, or

@@ -59,7 +59,19 @@ def _prometheus() -> Any:
 
 
 class MetricRow(NamedTuple):
-    """One sample, as :meth:`Metrics.table` lists it."""
+    """One sample, as :meth:`Metrics.table` lists it.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> from agentnb.metrics import instrument
+        >>> graph = StateGraph("hi").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> workflow = graph.compile()
+        >>> with instrument(workflow) as metrics:
+        ...     _ = workflow.invoke({})
+        ...     rows = [row for row in metrics.table() if row.name == "agentnb_runs_total"]
+        >>> [(row.labels["status"], row.value) for row in rows]
+        [('cancelled', 0.0), ('completed', 1.0), ('failed', 0.0), ('rejected', 0.0)]
+    """
 
     name: str
     labels: dict[str, str]
@@ -80,6 +92,17 @@ class Metrics:
     Raises:
         MissingDependency: prometheus_client is not installed.
         AgentnbError: ``registry`` already holds agentnb metrics.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> from agentnb.metrics import instrument
+        >>> graph = StateGraph("hi").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> workflow = graph.compile()
+        >>> with instrument(workflow) as metrics:
+        ...     _ = workflow.invoke({})
+        ...     text = metrics.text()  # the Prometheus exposition format
+        >>> [line for line in text.splitlines() if 'status="completed"' in line]
+        ['agentnb_runs_total{graph="hi",status="completed"} 1.0']
     """
 
     def __init__(

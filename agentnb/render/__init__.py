@@ -2,14 +2,14 @@
 
 The pipeline, one module per stage:
 
-* :mod:`~agentnb.render.model` — the IR (``Diagram``, ``Node``, ``Edge``, ``Overlay``);
-* :mod:`~agentnb.render.extract` — StateGraph/Workflow/run -> IR, events -> overlay;
-* :mod:`~agentnb.render.dot` — IR -> DOT text (one visual grammar, stable SVG ids/classes);
-* :mod:`~agentnb.render.svg` — DOT -> SVG with the ``dot`` program, bounded and checked;
-* :mod:`~agentnb.render.text` — IR -> text, when there is no Graphviz;
-* :mod:`~agentnb.render.display` — notebook ``_repr_mimebundle_``;
-* :mod:`~agentnb.render.export` — ``draw(obj, "x.svg")`` and ``agentnb draw``;
-* :mod:`~agentnb.render.assets` — Graphviz compiled to WebAssembly, for the live widget.
+* ``agentnb.render.model`` — the IR (``Diagram``, ``Node``, ``Edge``, ``Overlay``);
+* ``agentnb.render.extract`` — StateGraph/Workflow/run -> IR, events -> overlay;
+* ``agentnb.render.dot`` — IR -> DOT text (one visual grammar, stable SVG ids/classes);
+* ``agentnb.render.svg`` — DOT -> SVG with the ``dot`` program, bounded and checked;
+* ``agentnb.render.text`` — IR -> text, when there is no Graphviz;
+* ``agentnb.render.display`` — notebook ``_repr_mimebundle_``;
+* ``agentnb.render.export`` — ``draw(obj, "x.svg")`` and ``agentnb draw``;
+* ``agentnb.render.assets`` — Graphviz compiled to WebAssembly, for the live widget.
 
 Only the standard library is needed; the ``dot`` program only for SVG/PNG/PDF.
 """

@@ -49,6 +49,23 @@ def mimebundle(
     Returns:
         ``{"text/plain": ..., "image/svg+xml": ...}``; without Graphviz only ``text/plain``,
         ending with ``INSTALL_HINT``.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import mimebundle
+        >>> bundle = mimebundle(graph)  # what Jupyter shows for a graph, a run or a machine
+        >>> sorted(bundle)
+        ['image/svg+xml', 'text/plain']
+        >>> mimebundle(graph, include={"text/plain"})["text/plain"].splitlines()[0]
+        'refund: 2 nodes, 3 edges'
     """
     diagram = diagram_for(obj, direction=direction)
     text = to_text(diagram)

@@ -389,6 +389,23 @@ def to_dot(diagram: Diagram, *, id_prefix: str = "") -> str:
     Args:
         diagram: what to draw.
         id_prefix: prepended to every SVG id, for pages showing several diagrams inline.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for, to_dot
+        >>> dot = to_dot(diagram_for(graph))
+        >>> dot.splitlines()[0]
+        'digraph agentnb {'
+        >>> dot == to_dot(diagram_for(graph))  # the same diagram, the same bytes
+        True
     """
     names = dot_names(diagram)
     overlay = diagram.overlay

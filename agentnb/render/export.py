@@ -70,11 +70,27 @@ def draw(
 
     The suffix picks the format: ``.svg``, ``.png``, ``.pdf`` (Graphviz needed) or
     ``.dot``/``.gv`` (DOT text, no Graphviz needed). ``timeout`` bounds each layout attempt
-    in seconds (see :func:`~agentnb.render.svg.run_graphviz`).
+    in seconds (see ``agentnb.render.svg.run_graphviz``).
 
     Raises:
         MissingDependency: the format needs Graphviz and ``dot`` is not installed.
         RenderError: the suffix is none of the above, or Graphviz failed.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> import pathlib, tempfile
+        >>> from agentnb.render import draw
+        >>> path = draw(graph, pathlib.Path(tempfile.mkdtemp()) / "refund.dot")  # or .svg, .png
+        >>> path.read_text().splitlines()[0]
+        'digraph agentnb {'
     """
     target = Path(path)
     fmt = _format(target)
@@ -203,6 +219,19 @@ def cli_draw(
         0 when written; 2 for a mistake in the arguments or the target (one-line message,
         no traceback); 1 when drawing failed (a definition file with problems, each listed;
         Graphviz missing or failing; file not writable).
+
+    Example:
+        >>> import io, json, pathlib, tempfile
+        >>> from agentnb.render import cli_draw
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "door.json"
+        >>> _ = path.write_text(json.dumps({"name": "door", "states": ["closed", "open"],
+        ...     "initial": "closed", "final": ["open"],
+        ...     "transitions": [{"source": "closed", "event": "push", "target": "open"}]}))
+        >>> out = io.StringIO()
+        >>> cli_draw(str(path), "-", stdout=out)  # agentnb draw door.json -
+        0
+        >>> out.getvalue().splitlines()[0]
+        'digraph agentnb {'
     """
     out = stdout or sys.stdout
     err = stderr or sys.stderr

@@ -90,6 +90,21 @@ def diagram_from_graph(
         legend: draw a legend; by default only when there is something to explain
             (interrupts, conditional edges, a run overlay).
         overlay: what a run did (see :func:`overlay_from_events`).
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_from_graph
+        >>> diagram = diagram_from_graph(graph.compile(), direction="TB", legend=True)
+        >>> diagram.direction, diagram.legend, diagram.overlay is None
+        ('TB', True, True)
     """
     defined = list(graph.nodes)
     referenced = _referenced(graph)
@@ -256,6 +271,24 @@ def overlay_from_events(events: Iterable[Event], graph: GraphLike) -> Overlay:
     Args:
         events: the run's events in ``seq`` order.
         graph: the workflow the run belongs to.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import overlay_from_events
+        >>> workflow = graph.compile()
+        >>> run = workflow.start({})
+        >>> _ = run.step()
+        >>> overlay = overlay_from_events(run.events, workflow)  # any process can replay a log
+        >>> overlay.current, overlay.traversed
+        ('pay', (('START', 'plan', 1), ('plan', 'pay', 1)))
     """
     return OverlayFold(graph).feed(events).overlay()
 
@@ -267,7 +300,28 @@ def diagram_from_run(
     title: str | None = None,
     legend: bool | None = None,
 ) -> Diagram:
-    """The run's workflow with the run's overlay; the title names the run and its status."""
+    """The run's workflow with the run's overlay; the title names the run and its status.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_from_run, to_text
+        >>> run = graph.compile().start({}, run_id="r1")
+        >>> _ = run.step()
+        >>> print(to_text(diagram_from_run(run)))
+        refund · run r1 · pending: 2 nodes, 3 edges
+        ...
+        run: pending — awaiting approval at pay
+          visited: plan
+          taken: START -> plan ×1, plan -> pay ×1
+    """
     overlay = overlay_from_events(run.events, run.workflow)
     if title is None:
         status = getattr(run, "status", None) or overlay.status
@@ -289,6 +343,26 @@ def diagram_for(
 
     Raises:
         TypeError: ``obj`` is none of those.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for, to_text
+        >>> print(to_text(diagram_for(graph)))
+        refund: 2 nodes, 3 edges
+          plan  (entry)
+          pay  (approval before)
+        edges (-> always, ~> conditional):
+          START -> plan
+          plan -> pay
+          pay -> END
     """
     if isinstance(obj, Diagram):
         return obj

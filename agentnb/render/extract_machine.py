@@ -165,6 +165,17 @@ def overlay_from_history(
         history: the instance's records in ``seq`` order.
         machine: the definition the instance follows now.
         current: the current state's name; the last replayed state when omitted.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> from agentnb.render import overlay_from_history
+        >>> front = door.start("front")
+        >>> _ = front.send("push")
+        >>> overlay = overlay_from_history(front.history, door)
+        >>> overlay.current, overlay.visited
+        ('open', ('closed', 'open'))
     """
     records = [r for r in history if not r.ignored]
     known = set(machine.states)
@@ -216,6 +227,20 @@ def diagram_from_instance(
     """The instance's machine with its overlay: current state lit, path taken, last step.
 
     The title names the machine, the instance and its status.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> from agentnb.render import diagram_from_instance, to_text
+        >>> front = door.start("front")
+        >>> _ = front.send("push")
+        >>> print(to_text(diagram_from_instance(front)))
+        door · instance front · completed: 2 states, 1 transition
+        ...
+        instance: completed — in open
+          visited: closed, open
+          taken: START -> closed ×1, closed -> open ×1
     """
     from agentnb.fsm import StateMachine
 

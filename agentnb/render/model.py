@@ -49,7 +49,16 @@ Direction = Literal["LR", "TB"]
 
 
 class NodeKind(StrEnum):
-    """What a node is; decides its shape. Interrupts and entry are flags on top of it."""
+    """What a node is; decides its shape. Interrupts and entry are flags on top of it.
+
+    Example:
+        >>> from agentnb.fsm import StateMachine
+        >>> from agentnb.render import diagram_for
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> [(node.id, str(node.kind)) for node in diagram_for(door).nodes]
+        [('START', 'start'), ('closed', 'normal'), ('open', 'final')]
+    """
 
     START = "start"
     """The marker a run enters from."""
@@ -70,7 +79,13 @@ class NodeKind(StrEnum):
 
 
 class EdgeKind(StrEnum):
-    """How an edge is taken: always (plain), or when a router or guard picks it."""
+    """How an edge is taken: always (plain), or when a router or guard picks it.
+
+    Example:
+        >>> from agentnb.render import EdgeKind
+        >>> [str(kind) for kind in EdgeKind]
+        [...'plain'...'conditional'...]
+    """
 
     PLAIN = "plain"
     CONDITIONAL = "conditional"
@@ -88,6 +103,21 @@ class Node:
         pause_before: a run pauses for approval before this node runs.
         pause_after: a run pauses for approval after this node runs.
         description: optional longer text (a tooltip in SVG, a line in text output).
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for
+        >>> pay = next(node for node in diagram_for(graph).nodes if node.id == "pay")
+        >>> pay.kind, pay.pause_before
+        (<NodeKind.NORMAL: 'normal'>, True)
     """
 
     id: str
@@ -131,6 +161,20 @@ class Edge:
         guard: a state machine's guard, drawn as ``[guard]`` after the label.
         key: tells apart several edges between the same two nodes (machines); ``""`` if unique.
         implicit: not declared: a workflow node without an edge goes to ``END``.
+
+    Example:
+        >>> from agentnb import END, StateGraph
+        >>> from agentnb.render import diagram_for
+        >>> graph = (
+        ...     StateGraph("route")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("review", lambda state: {})
+        ...     .set_entry_point("plan")
+        ...     .add_conditional_edge("plan", lambda state: "big", {"big": "review", "small": END})
+        ... )
+        >>> edges = [edge for edge in diagram_for(graph).edges if edge.source == "plan"]
+        >>> [(edge.target, str(edge.kind), edge.label) for edge in edges]
+        [('review', 'conditional', 'big'), ('END', 'conditional', 'small')]
     """
 
     source: str
@@ -172,6 +216,23 @@ class Overlay:
         last_key: the key of the edge taken last, with ``keyed``.
         active: the nodes of a superstep, when several run (or run next) at once.
         waiting: the joins still waiting, with how many of their sources have arrived.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_from_run
+        >>> run = graph.compile().start({}, run_id="r1")
+        >>> _ = run.step()
+        >>> overlay = diagram_from_run(run).overlay
+        >>> overlay.status, overlay.current, overlay.visited, overlay.pending
+        ('pending', 'pay', ('plan',), 'pay')
     """
 
     status: str | None = None
@@ -239,6 +300,23 @@ class Diagram:
         overlay: what a run did, or ``None`` for a bare workflow.
         machine: a state machine's diagram: its nodes are states, its edges transitions,
             and an overlay says which state the instance is *in* (not which node runs next).
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for
+        >>> diagram = diagram_for(graph)
+        >>> [node.id for node in diagram.nodes]
+        ['START', 'plan', 'pay', 'END']
+        >>> [(edge.source, edge.target) for edge in diagram.edges]
+        [('START', 'plan'), ('plan', 'pay'), ('pay', 'END')]
     """
 
     nodes: tuple[Node, ...]

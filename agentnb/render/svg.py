@@ -255,6 +255,21 @@ def render_svg(
     Raises:
         MissingDependency: Graphviz is not installed.
         RenderError: Graphviz failed.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for, render_svg
+        >>> svg = render_svg(diagram_for(graph))  # runs Graphviz's dot
+        >>> "<svg" in svg, "<title>pay</title>" in svg
+        (True, True)
     """
     size = len(diagram.nodes) + len(diagram.edges)
     raw = run_graphviz(

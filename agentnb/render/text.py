@@ -88,7 +88,28 @@ def _overlay_lines(overlay: Overlay) -> list[str]:
 
 
 def to_text(diagram: Diagram) -> str:
-    """A readable listing of the diagram's nodes, edges and run overlay."""
+    """A readable listing of the diagram's nodes, edges and run overlay.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import diagram_for, to_text
+        >>> print(to_text(diagram_for(graph)))
+        refund: 2 nodes, 3 edges
+          plan  (entry)
+          pay  (approval before)
+        edges (-> always, ~> conditional):
+          START -> plan
+          plan -> pay
+          pay -> END
+    """
     hidden = (NodeKind.START, NodeKind.END, NodeKind.INITIAL, NodeKind.ANCHOR)
     nodes = [n for n in diagram.nodes if n.kind not in hidden]
     title = _name(diagram.title or "diagram")

@@ -306,6 +306,25 @@ class Timeline:
 
     Attributes:
         bars: the rows, in the order they began.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import Timeline
+        >>> run = graph.compile().start({})
+        >>> _ = run.step()
+        >>> timeline = Timeline(run.events)
+        >>> timeline
+        <Timeline: 2 rows of 4 events>
+        >>> [(bar.kind, bar.node, bar.outcome) for bar in timeline.bars]
+        [('node', 'plan', 'ok'), ('approval', 'pay', 'pending')]
     """
 
     def __init__(self, events: Sequence[Event], *, width: int = 720) -> None:
@@ -381,6 +400,22 @@ def timeline_svg(events: Sequence[Event], *, width: int = 720) -> str:
     Args:
         events: the run's event log (``run.events``), in any order.
         width: pixels; at least 360.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("plan", lambda state: {})
+        ...     .add_node("pay", lambda state: {})
+        ...     .add_edge("plan", "pay")
+        ...     .set_entry_point("plan")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> from agentnb.render import timeline_svg
+        >>> run = graph.compile().start({})
+        >>> _ = run.step()
+        >>> timeline_svg(run.events, width=480).startswith("<svg")
+        True
     """
     return Timeline(events, width=width).svg()
 

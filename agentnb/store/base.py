@@ -69,7 +69,20 @@ __all__ = [
 
 
 class Checkpointer(Driving):
-    """Where runs, checkpoints, events and decisions live. Use it as a context manager."""
+    """Where runs, checkpoints, events and decisions live. Use it as a context manager.
+
+    Example:
+        Any backend (here SQLite, in a temporary directory) answers the same questions:
+
+        >>> import tempfile, pathlib
+        >>> from agentnb import SqliteCheckpointer, StateGraph
+        >>> graph = StateGraph("one").add_node("a", lambda state: {"x": 1}).set_entry_point("a")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with SqliteCheckpointer(pathlib.Path(folder) / "runs.sqlite3") as store:
+        ...         _ = graph.compile(store).start({}, run_id="r1").run()
+        ...         print(str(store.get_run("r1").status), len(store.events("r1")))
+        completed 4
+    """
 
     identity: IdentityProvider = staticmethod(current_identity)
     """Who this process is: called for runs started and decisions made through this store
@@ -157,7 +170,7 @@ class Checkpointer(Driving):
         against. ``checks`` are the callable policies of the workflow's interrupts, by key,
         for a process that loaded them.
 
-        Every backend applies the same rules (:func:`agentnb.store.decisions.verdict`) to
+        Every backend applies the same rules (``agentnb.store.decisions.verdict``) to
         the facts it reads inside the decision's transaction.
 
         Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),

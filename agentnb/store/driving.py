@@ -57,7 +57,7 @@ class Driving(ABC):
         Succeeds when the lease is free, expired, already ``owner``'s, or held by a dead
         process on this host; otherwise raises :class:`~agentnb.errors.RunBusy`.
         Expiry is decided on the store's clock — a SQL store's is the database's
-        (:data:`~agentnb.store.dialect.NOW`), never the caller's — and so are the
+        (``agentnb.store.dialect.NOW``), never the caller's — and so are the
         lease's end and every renewal (:meth:`commit`, :meth:`renew`, :meth:`claim`).
         """
 
@@ -90,7 +90,7 @@ class Driving(ABC):
         ``graphs`` maps the workflow names the caller can drive to their shapes; only runs
         of those are taken (and only ``run_ids``, when given). Runnable: ``queued`` or
         ``approved`` and free, or any of those and ``running`` with an expired lease (see
-        :mod:`agentnb.store.claims`). Each claimed run's fence is bumped, as by
+        ``agentnb.store.claims``). Each claimed run's fence is bumped, as by
         :meth:`acquire`; the rows come back oldest first, with their new lease. Two
         callers never get the same run while its lease lasts.
         """
@@ -176,7 +176,7 @@ class Driving(ABC):
 
     packs_events: ClassVar[bool] = False
     """Whether :meth:`commit` stores a step's events as one JSON array: then the driver
-    hands it :attr:`~agentnb.store.writes.StepCommit.events_json` ready-made where it can."""
+    hands it ``agentnb.store.writes.StepCommit.events_json`` ready-made where it can."""
 
     blocking: ClassVar[bool] = True
     """Whether this store's sync methods may wait (on a disk, a lock held by another
@@ -198,7 +198,7 @@ class Driving(ABC):
         connection under a lock; memory: its lock).
 
         A one-run sync call (``run.run()``, ``run.step()``, ``workflow.invoke()``) blocks
-        its caller anyway: inside it (:func:`agentnb._aio.alone`) ``fn`` is called
+        its caller anyway: inside it (``agentnb._aio.alone``) ``fn`` is called
         directly too, sparing a step the thread hop (about as long as a SQLite write)."""
         if self.direct():
             return fn(*args, **kwargs)

@@ -68,6 +68,15 @@ class MemoryCheckpointer(Checkpointer):
     Args:
         identity: who this process is (a ``callable() -> Identity``) for runs started and
             decisions made through this store; JupyterHub's user or the OS user by default.
+
+    Example:
+        >>> from agentnb import MemoryCheckpointer, StateGraph
+        >>> store = MemoryCheckpointer()
+        >>> graph = StateGraph("one").add_node("a", lambda state: {"x": 1}).set_entry_point("a")
+        >>> graph.compile(store).start({}, run_id="r1").run().state
+        {'x': 1}
+        >>> [record.run_id for record in store.list_runs()]
+        ['r1']
     """
 
     blocking = False  # its calls only take its own lock: the async twins await nothing

@@ -42,7 +42,21 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class PendingRun:
-    """What a callable policy is asked about: the paused run, and the decision proposed."""
+    """What a callable policy is asked about: the paused run, and the decision proposed.
+
+    Example:
+        A callable policy gets the deciding identity and a ``PendingRun``:
+
+        >>> from agentnb import Identity
+        >>> from agentnb.store import PendingRun
+        >>> def finance_over_500(identity, run):
+        ...     return run.state["amount"] <= 500 or identity.matches("group:finance")
+        >>> run = PendingRun("r1", "refund", "pay", 1, {"amount": 800}, None, "approved", "bob")
+        >>> finance_over_500(Identity("bob"), run)
+        False
+        >>> finance_over_500(Identity("ada", groups=["finance"]), run)
+        True
+    """
 
     run_id: str
     graph: str
@@ -68,6 +82,16 @@ class ApproverPolicy:
         approvers: who may decide: names and ``"group:NAME"`` entries (``None``: anyone).
         check: the qualified name of a callable policy (``None`` when there is none).
         separate_duties: refuse the identity that started the run.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("refund").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> graph.add_interrupt_before("pay", approvers={"group:finance"}, separate_duties=True)
+        StateGraph('refund', nodes=['pay'])
+        >>> run = graph.compile().start({})
+        >>> policy = run.policy.interrupts["before:pay"]
+        >>> sorted(policy.approvers), policy.separate_duties
+        (['group:finance'], True)
     """
 
     approvers: frozenset[str] | None = None
@@ -108,6 +132,16 @@ class RunPolicy:
     Attributes:
         started_by: the identity that started the run (``None`` for runs from before 0.2).
         interrupts: the policy of each interrupt, keyed ``"before:NODE"`` / ``"after:NODE"``.
+
+    Example:
+        >>> from agentnb import Identity, MemoryCheckpointer, StateGraph
+        >>> graph = StateGraph("refund").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> graph.add_interrupt_before("pay", approvers={"ada"})
+        StateGraph('refund', nodes=['pay'])
+        >>> store = MemoryCheckpointer(identity=lambda: Identity("bob"))
+        >>> policy = graph.compile(store).start({}).policy
+        >>> policy.started_by.name, list(policy.interrupts)
+        ('bob', ['before:pay'])
     """
 
     started_by: Identity | None = None

@@ -386,7 +386,7 @@ class PostgresCheckpointer(SqlCheckpointer):
 
     def watch(self, run_id: str, wake: Callable[[], None]) -> Watch:
         """Call ``wake()`` after every commit, by any process, to ``run_id`` or a run of its
-        tree (:mod:`agentnb.store.watch`); what a :class:`~agentnb.widgets.RunView` follows."""
+        tree (``agentnb.store.watch``); what a :class:`~agentnb.widgets.RunView` follows."""
         return self.listener.watch(run_topic(run_id), wake)
 
     checkpoint = for_run(SqlCheckpointer.checkpoint)

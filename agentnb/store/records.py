@@ -42,7 +42,13 @@ __all__ = [
 
 
 class Status(StrEnum):
-    """Where a run stands. ``str(status)`` is the value stored in the database."""
+    """Where a run stands. ``str(status)`` is the value stored in the database.
+
+    Example:
+        >>> from agentnb import Status
+        >>> str(Status.PENDING), Status("completed")
+        ('pending', <Status.COMPLETED: 'completed'>)
+    """
 
     QUEUED = "queued"
     """Submitted (``workflow.submit``) and waiting for a :class:`~agentnb.Worker` to claim it;
@@ -66,7 +72,15 @@ class Status(StrEnum):
 
 
 class EventType(StrEnum):
-    """The built-in event types. Nodes may emit their own types through ``ctx.emit``."""
+    """The built-in event types. Nodes may emit their own types through ``ctx.emit``.
+
+    Example:
+        >>> from agentnb import EventType
+        >>> EventType.INTERRUPTED == "interrupted"  # a str: compare with the stored text
+        True
+        >>> [str(t) for t in EventType][:4]
+        ['run_started', 'node_start', 'state_update', 'interrupted']
+    """
 
     RUN_STARTED = "run_started"
     NODE_START = "node_start"
@@ -125,7 +139,18 @@ def packed_event(
 
 @dataclass(slots=True)  # not frozen: built on every step (see the module's docstring)
 class Event:
-    """One thing that happened in a run, in order (``seq`` counts from 1 per run)."""
+    """One thing that happened in a run, in order (``seq`` counts from 1 per run).
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = StateGraph("one").add_node("a", lambda state: {"x": 1}).set_entry_point("a")
+        >>> run = graph.compile().invoke({})
+        >>> [(event.seq, event.step, str(event.type), event.node) for event in run.events]
+        [(1, 0, 'run_started', 'a'), (2, 0, 'node_start', 'a'), (3, 1, 'state_update', 'a'), (4, 1,
+        'completed', 'END')]
+        >>> run.events[2].payload["delta"]
+        {'x': 1}
+    """
 
     run_id: str
     seq: int
@@ -146,7 +171,21 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The state of a run after ``step`` nodes, and the node that runs next."""
+    """The state of a run after ``step`` nodes, and the node that runs next.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("two")
+        ...     .add_node("a", lambda state: {"a": 1})
+        ...     .add_node("b", lambda state: {"b": 2})
+        ...     .add_edge("a", "b")
+        ...     .set_entry_point("a")
+        ... )
+        >>> run = graph.compile().invoke({})
+        >>> [(checkpoint.step, checkpoint.node, checkpoint.state) for checkpoint in run.history()]
+        [(0, 'a', {}), (1, 'b', {'a': 1}), (2, 'END', {'a': 1, 'b': 2})]
+    """
 
     run_id: str
     step: int
@@ -202,7 +241,17 @@ class PendingTask:
 
 @dataclass(slots=True)  # not frozen: built on every step (see the module's docstring)
 class RunRecord:
-    """A run's row: status, position, and who (if anyone) is driving it."""
+    """A run's row: status, position, and who (if anyone) is driving it.
+
+    Example:
+        >>> from agentnb import MemoryCheckpointer, StateGraph
+        >>> store = MemoryCheckpointer()
+        >>> graph = StateGraph("one").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> run = graph.compile(store).start({}, run_id="r1").run()
+        >>> record = store.get_run("r1")
+        >>> record.graph, str(record.status), record.node, record.step
+        ('one', 'completed', 'END', 1)
+    """
 
     run_id: str
     graph: str
@@ -240,6 +289,21 @@ class Decision:
 
     ``approver`` is the name given (``by=`` / ``--as``); ``identity`` is who the deciding
     process vouched for, the one an approver policy was checked against.
+
+    Example:
+        >>> from agentnb import StateGraph
+        >>> graph = (
+        ...     StateGraph("refund")
+        ...     .add_node("pay", lambda state: {"paid": True})
+        ...     .set_entry_point("pay")
+        ...     .add_interrupt_before("pay")
+        ... )
+        >>> run = graph.compile().start({})
+        >>> run.step().status
+        <Status.PENDING: 'pending'>
+        >>> decision = run.approve(by="ada", comment="checked")
+        >>> [(d.decision, d.approver, d.comment, d.accepted) for d in run.decisions()]
+        [('approved', 'ada', 'checked', True)]
     """
 
     id: int

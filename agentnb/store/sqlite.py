@@ -447,7 +447,7 @@ class SqliteCheckpointer(SqlCheckpointer):
 
     def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
         """As :meth:`Checkpointer.commit <agentnb.Checkpointer.commit>`; the common step
-        (:func:`~agentnb.store.sql_steps.plain`) is one statement, its own transaction.
+        (``agentnb.store.sql_steps.plain``) is one statement, its own transaction.
 
         An ``INSERT`` takes the write lock before it reads anything (waiting for it as
         ``BEGIN IMMEDIATE`` does), so the fence it checks cannot change before it is

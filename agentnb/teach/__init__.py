@@ -15,7 +15,7 @@ nbgrader: put ``check(..., strict=True)`` in an autograder test cell; it raises
 :class:`~agentnb.errors.ExerciseFailed` (an ``AssertionError``) when the exercise is not done.
 
 Exercises are registered by id (``"NN.k"``, NN the notebook) with :func:`exercise`; the
-course's own live in :mod:`agentnb.teach.course`, one module per notebook.
+course's own live in ``agentnb.teach.course``, one module per notebook.
 """
 
 from agentnb.teach.evidence import Evidence

@@ -28,6 +28,20 @@ class Evidence:
         answer: what the student predicted (``check(..., answer=...)``), or ``None``.
         instance: the machine instance passed to ``check``, if any (its definition tells
             which states are final, which a store alone cannot).
+
+    Example:
+        A checker reads a run only through its ``Evidence``:
+
+        >>> from agentnb import StateGraph
+        >>> from agentnb.teach import Evidence
+        >>> graph = StateGraph("g").add_node("a", lambda state: {"x": 1}).set_entry_point("a")
+        >>> workflow = graph.compile()
+        >>> run = workflow.invoke({})
+        >>> evidence = Evidence(workflow.checkpointer, run_ids=[run.run_id])
+        >>> [record.graph for record in evidence.runs()], evidence.nodes_started(run.run_id)
+        (['g'], ['a'])
+        >>> evidence.state(run.run_id)
+        {'x': 1}
     """
 
     def __init__(

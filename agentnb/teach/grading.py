@@ -82,6 +82,17 @@ def grade(
     Raises:
         UnknownExercise: no exercise has this id.
         StoreError: ``db`` names no file.
+
+    Example:
+        >>> from agentnb.examples import build_refund_workflow
+        >>> from agentnb.teach import grade
+        >>> run = build_refund_workflow().start({"requested": 800}, run_id="r1").run()  # pauses
+        >>> _ = run.reject(by="ada")
+        >>> result = grade("01.1", run=run)
+        >>> bool(result)
+        True
+        >>> print(result.observed)
+        run 'r1' rejected before `human_approval`; only `planner` ran; no side effect happened
     """
     found = lookup(exercise)
     with _evidence(db, store, run, instance, answer) as evidence:

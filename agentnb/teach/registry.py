@@ -35,7 +35,14 @@ Checker = Callable[["Evidence"], "Outcome"]
 
 @dataclass(frozen=True, slots=True)
 class Exercise:
-    """One self-checked exercise: ``id`` such as ``"02.1"`` (notebook.number)."""
+    """One self-checked exercise: ``id`` such as ``"02.1"`` (notebook.number).
+
+    Example:
+        >>> from agentnb.teach import lookup
+        >>> exercise = lookup("01.1")
+        >>> exercise.id, exercise.title, exercise.notebook
+        ('01.1', 'Reject a big refund', '01-quickstart')
+    """
 
     id: str
     title: str
@@ -55,6 +62,24 @@ def exercise(
 
     Raises:
         DefinitionError: another checker already has this id.
+
+    Example:
+        >>> from agentnb import MemoryCheckpointer, StateGraph
+        >>> from agentnb.teach import exercise, grade, no, ok
+        >>> @exercise("demo.1", "Run something", hint="start a run and let it finish")
+        ... def _(evidence):
+        ...     finished = [run for run in evidence.runs() if str(run.status) == "completed"]
+        ...     if not finished:
+        ...         return no("no run completed")
+        ...     return ok(f"{len(finished)} run(s) completed")
+        >>> store = MemoryCheckpointer()
+        >>> print(grade("demo.1", store=store))
+        ✗ demo.1 Run something: no run completed
+          hint: start a run and let it finish
+        >>> graph = StateGraph("g").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> _ = graph.compile(store).invoke({})
+        >>> print(grade("demo.1", store=store))
+        ✓ demo.1 Run something: 1 run(s) completed
     """
 
     def register(checker: Checker) -> Checker:
@@ -84,7 +109,13 @@ def _load_course() -> None:
 
 
 def exercises() -> list[Exercise]:
-    """Every registered exercise, in id order."""
+    """Every registered exercise, in id order.
+
+    Example:
+        >>> from agentnb.teach import exercises
+        >>> [exercise.id for exercise in exercises()][:3]
+        ['01.1', '01.2', '01.3']
+    """
     _load_course()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
@@ -94,6 +125,11 @@ def lookup(exercise_id: str) -> Exercise:
 
     Raises:
         UnknownExercise: no such id (the message suggests the closest ones).
+
+    Example:
+        >>> from agentnb.teach import lookup
+        >>> lookup("01.1").title
+        'Reject a big refund'
     """
     _load_course()
     found = _REGISTRY.get(str(exercise_id))

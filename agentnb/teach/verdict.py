@@ -15,6 +15,14 @@ class Outcome:
     ``observed`` says what the store shows ("rejected; only `planner` ran; no refund paid");
     ``hint`` points at the idea to look at again, never at the answer. A failed outcome
     without its own hint gets the exercise's.
+
+    Example:
+        >>> from agentnb.teach import Outcome, no, ok
+        >>> ok("the run was rejected")
+        Outcome(passed=True, observed='the run was rejected', hint=None)
+        >>> no("it completed", hint="an interrupt pauses before its node") == Outcome(
+        ...     False, "it completed", "an interrupt pauses before its node")
+        True
     """
 
     passed: bool
@@ -23,18 +31,41 @@ class Outcome:
 
 
 def ok(observed: str) -> Outcome:
-    """A passing outcome: ``observed`` says what was recorded."""
+    """A passing outcome: ``observed`` says what was recorded.
+
+    Example:
+        >>> from agentnb.teach import ok
+        >>> ok("both branches ran in step 1").passed
+        True
+    """
     return Outcome(True, observed)
 
 
 def no(observed: str, hint: str | None = None) -> Outcome:
-    """A failing outcome: what was recorded, and optionally a more specific hint."""
+    """A failing outcome: what was recorded, and optionally a more specific hint.
+
+    Example:
+        >>> from agentnb.teach import no
+        >>> outcome = no("only one branch ran", hint="edges from one node fan out")
+        >>> outcome.passed, outcome.hint
+        (False, 'edges from one node fan out')
+    """
     return Outcome(False, observed, hint)
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """The graded exercise: ``bool(result)`` is whether it passed; ``str`` is the verdict."""
+    """The graded exercise: ``bool(result)`` is whether it passed; ``str`` is the verdict.
+
+    Example:
+        >>> from agentnb.teach import Result
+        >>> result = Result("01.1", "Reject a big refund", False, "it completed", hint="see step 1")
+        >>> bool(result)
+        False
+        >>> print(result)
+        ✗ 01.1 Reject a big refund: it completed
+          hint: see step 1
+    """
 
     exercise: str
     title: str

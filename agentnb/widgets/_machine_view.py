@@ -90,8 +90,14 @@ class MachineView(LiveView):
         IncompatibleMachine: ``reloader``'s definition cannot run this instance.
 
     Example:
-        >>> light = lights.start("crossing-1", store=SqliteCheckpointer("app.db"))  # doctest: +SKIP
-        >>> MachineView(light)  # in a notebook cell: the live panel  # doctest: +SKIP
+        >>> from agentnb.fsm import StateMachine
+        >>> from agentnb.widgets import MachineView
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> panel = MachineView(door.start("front"))  # the last line of a cell shows it
+        >>> panel.state, [button["event"] for button in panel.buttons]
+        ('closed', ['push'])
+        >>> panel.close()
     """
 
     _esm = static_text("live.js", "machine_view.js")
@@ -318,6 +324,13 @@ def view_machine(instance: MachineInstance, **options: Any) -> MachineView:
     """A live :class:`MachineView` of ``instance``; ``options`` as for :class:`MachineView`.
 
     Example:
-        >>> light.view(reloader=reloader)  # what instance.view() calls  # doctest: +SKIP
+        >>> from agentnb.fsm import StateMachine
+        >>> from agentnb.widgets import view_machine
+        >>> door = StateMachine("door", ["closed", "open"], initial="closed", final=["open"])
+        >>> _ = door.add_transition("closed", "push", "open")
+        >>> panel = view_machine(door.start("front"))  # what instance.view() calls
+        >>> panel.machine_name, panel.instance_id, panel.state
+        ('door', 'front', 'closed')
+        >>> panel.close()
     """
     return MachineView(instance, **options)

@@ -97,8 +97,15 @@ class RunView(LiveView):
             panel polls only while its listening connection is down.
 
     Example:
-        >>> view = RunView(workflow.start({"requested": 900}))  # doctest: +SKIP
-        >>> view  # in a notebook cell: the live panel  # doctest: +SKIP
+        >>> from agentnb import StateGraph
+        >>> from agentnb.widgets import RunView
+        >>> graph = StateGraph("pay").add_node("pay", lambda state: {}).set_entry_point("pay")
+        >>> run = graph.add_interrupt_before("pay").compile().start({}, run_id="r1")
+        >>> _ = run.step()
+        >>> panel = RunView(run)  # the last line of a cell shows it; Approve decides
+        >>> panel.status, panel.node, panel.pending["when"]
+        ('pending', 'pay', 'before')
+        >>> panel.close()
     """
 
     _esm = static_text("live.js", "run_log.js", "run_view.js")
@@ -426,6 +433,12 @@ def view(run: Run, **options: Any) -> RunView:
     """A live :class:`RunView` of ``run``; ``options`` as for :class:`RunView`.
 
     Example:
-        >>> run.view()  # what Run.view() calls  # doctest: +SKIP
+        >>> from agentnb import StateGraph
+        >>> from agentnb.widgets import view
+        >>> graph = StateGraph("one").add_node("a", lambda state: {}).set_entry_point("a")
+        >>> panel = view(graph.compile().start({}, run_id="r1"))  # what run.view() calls
+        >>> panel.run_id, panel.status, panel.max_steps
+        ('r1', 'running', 25)
+        >>> panel.close()
     """
     return RunView(run, **options)
