@@ -251,7 +251,12 @@ def _step_of(snapshot: Any) -> int:
 
 
 def _create(
-    graph: Any, workflow: Workflow, config: Mapping[str, Any], run_id: str, head: str | None, input: Any
+    graph: Any,
+    workflow: Workflow,
+    config: Mapping[str, Any],
+    run_id: str,
+    head: str | None,
+    input: Any,
 ) -> RunRecord:
     """Create the mirror run: at ``head`` (a fork) or at the thread's latest checkpoint."""
     snapshot = _snapshot(graph, config, head)
@@ -316,6 +321,7 @@ class LangGraphRun(Run):
         self._mirrored: list[str] = []  # checkpoint ids mirrored, oldest first
         self._answers: dict[str, Any] = {}  # interrupt id -> answer, until the resume
         self._passing = False  # mirroring the edit an approval made: it is not a new pause
+        self._driving = False  # a drive holds the mirror's lease until it ends
         fork = None
         if "@" in self.run_id:
             fork = self.run_id.rpartition("@")[2]
@@ -458,7 +464,7 @@ class LangGraphRun(Run):
             record.step,
             events,
             pending_digest=at,
-            release=True,
+            release=not self._driving,
             holds=[(found.id, task.name, at) for task, found in new],
         )
         owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
@@ -573,7 +579,7 @@ class LangGraphRun(Run):
                 step, node, dumps(values), None if tasks is None else dumps(tasks)
             ),
             pending_digest=digest,
-            release=True,
+            release=not self._driving,
             holds=holds,
         )
         owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
@@ -606,8 +612,17 @@ class LangGraphRun(Run):
 
     def _stream_sync(self, payload: Any, *, one: bool, emit: Callable[[Event], None]) -> None:
         """Run LangGraph (this thread), mirroring as it goes; ``emit`` each node start."""
+        # The mirror's lease, held for the whole drive: another agentnb process sharing the
+        # store is refused (RunBusy) rather than driving the thread beside this one.
         owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
-        self._store.release(self.run_id, owned.fence)  # refused (RunBusy) if someone drives it
+        self._driving = True
+        try:
+            self._stream_leased(payload, one=one, emit=emit)
+        finally:
+            self._driving = False
+            self._store.release(self.run_id, owned.fence)
+
+    def _stream_leased(self, payload: Any, *, one: bool, emit: Callable[[Event], None]) -> None:
         options: dict[str, Any] = {"stream_mode": _MODES, "subgraphs": True}
         if one:
             options["interrupt_after"] = "*"

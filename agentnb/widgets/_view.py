@@ -95,7 +95,7 @@ class RunView(LiveView):
             the store announces every commit to the run (``LISTEN``/``NOTIFY``) and the
             panel polls only while its listening connection is down.
         diagram: draw this instead of the workflow's own diagram — a run mirrored from
-            another runtime (:mod:`agentnb.interop.langgraph`) draws that runtime's graph.
+            another runtime (``agentnb.interop.langgraph``) draws that runtime's graph.
             Its node ids are the names the run's events use.
 
     Example:

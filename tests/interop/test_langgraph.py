@@ -132,6 +132,24 @@ def test_a_subgraph_is_drawn_as_a_foldable_box() -> None:
     assert [n.label for n in folded.nodes if n.id == "sub"] == ["sub ⊞ 1 inside"]
 
 
+def test_a_subgraph_runs_in_its_parents_thread_and_its_inner_nodes_are_logged() -> None:
+    inner = StateGraph(S)
+    inner.add_node("x", lambda s: {"log": ["x"]})
+    inner.add_edge(START, "x")
+    inner.add_edge("x", END)
+    outer = StateGraph(S)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "sub")
+    outer.add_edge("sub", END)
+    app = outer.compile(checkpointer=InMemorySaver())
+    run = attach(app, config(), input={"n": 0, "log": []})
+    run.run()
+    assert run.status == Status.COMPLETED
+    assert run.state == app.get_state(config()).values == {"n": 0, "log": ["x"]}
+    started = [e.payload["task"] for e in run.events if e.type == EventType.NODE_START]
+    assert started == ["sub", "sub/x"]
+
+
 def test_a_graph_without_a_checkpointer_or_a_config_without_a_thread_is_refused() -> None:
     with pytest.raises(DefinitionError, match="no checkpointer"):
         attach(refund_graph(None), config())
@@ -293,8 +311,11 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves() -> None:
             fe.click("step")
             await until(lambda: fe.view.status == "pending" and not fe.view.busy, what="pause")
             assert fe.view.pending["node"] == "b"
-            fe.click("decide", decision="approved", by="ada", digest=fe.view.pending["digest"])
+            digest = fe.view.pending["digest"]
+            for _ in range(2):  # a double click: two messages before any reply
+                fe.click("decide", decision="approved", by="ada", digest=digest)
             await until(lambda: fe.view.status == "completed", what="the end")
+            await until(lambda: "Refused" in fe.view.error, what="the second click's refusal")
         finally:
             fe.close()
         return fe
@@ -302,4 +323,5 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves() -> None:
     fe = run_async(main)
     (drawn,) = fe.customs("diagram")
     assert "b:unknown" in drawn["nodes"].values()
-    assert app.get_state(config()).values["log"] == ["a", "b"]
+    assert app.get_state(config()).values["log"] == ["a", "b"]  # b ran once
+    assert [d.accepted for d in run.decisions()] == [True, False]
