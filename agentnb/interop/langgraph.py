@@ -227,6 +227,8 @@ def attach(
     except RunNotFound:
         record = _create(graph, workflow, base, run_id, head, input)
     run = LangGraphRun(workflow, record, graph=graph, config=base, input=input)
+    if record.seq == 1:  # just made: a head waiting before an interrupt node is a pause
+        run._hold_head()
     run.sync()
     return run
 
@@ -422,6 +424,31 @@ class LangGraphRun(Run):
                 self._mirror(parent, snap)
             self._mirror_interrupts()
         self._sync(self._store.get_run(self.run_id))
+
+    def _hold_head(self) -> None:
+        """Pause a new mirror whose head waits before an ``interrupt_before`` node (a fork,
+        or a thread LangGraph paused before it was attached)."""
+        head = self._head
+        before = interrupts_of(self.graph, "before")
+        held = [n for n in (head.next if head is not None else ()) if before == "*" or n in before]
+        if not held or any(t.interrupts for t in head.tasks):
+            return
+        at = _checkpoint_id(head)
+        record = self._store.get_run(self.run_id)
+        values = readable(head.values)
+        event = Event(
+            self.run_id,
+            record.seq + 1,
+            record.step,
+            EventType.INTERRUPTED,
+            held[0],
+            {"when": "before", "digest": at, "state": values},
+            time.time(),
+        )
+        change = StepCommit(Status.PENDING, held[0], record.step, [event], pending_digest=at)
+        owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
+        change.release = True
+        self._store.commit(self.run_id, owned.fence, change, lease_seconds=_LEASE)
 
     def _mirror_interrupts(self) -> None:
         """Hold the interrupts raised at the head since it was mirrored: LangGraph keeps a
