@@ -331,6 +331,13 @@ class LangGraphRun(Run):
         if _checkpoint_id(at):
             self._head = at
             self._mirrored.append(_checkpoint_id(at) or "")
+        # A branch starts where it was forked: what other branches saved after that
+        # checkpoint before this one existed is theirs, not this branch's continuation.
+        self._others: set[str] = set()
+        if fork:
+            self._others = {
+                _checkpoint_id(s) or "" for s in graph.get_state_history(self.config)
+            } - {fork}
 
     # -- LangGraph's own view ---------------------------------------------------------------
 
@@ -401,7 +408,7 @@ class LangGraphRun(Run):
         children: dict[str, list[Any]] = {}
         for snap in history:
             parent = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-            if parent:
+            if parent and _checkpoint_id(snap) not in self._others:
                 children.setdefault(parent, []).append(snap)
         chain: list[tuple[Any, Any]] = []
         at = self._head
@@ -445,9 +452,10 @@ class LangGraphRun(Run):
             {"when": "before", "digest": at, "state": values},
             time.time(),
         )
-        change = StepCommit(Status.PENDING, held[0], record.step, [event], pending_digest=at)
+        change = StepCommit(
+            Status.PENDING, held[0], record.step, [event], pending_digest=at, release=True
+        )
         owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
-        change.release = True
         self._store.commit(self.run_id, owned.fence, change, lease_seconds=_LEASE)
 
     def _mirror_interrupts(self) -> None:

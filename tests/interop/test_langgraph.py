@@ -20,6 +20,7 @@ from langgraph.types import interrupt
 from agentnb.errors import ApprovalNotPending, DefinitionError, StaleApproval
 from agentnb.interop.langgraph import attach, diagram, readable
 from agentnb.render.model import EdgeKind, NodeKind
+from agentnb.store.memory import MemoryCheckpointer
 from agentnb.store.records import EventType, Status
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "widgets"))
@@ -325,3 +326,47 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves() -> None:
     assert "b:unknown" in drawn["nodes"].values()
     assert app.get_state(config()).values["log"] == ["a", "b"]  # b ran once
     assert [d.accepted for d in run.decisions()] == [True, False]
+
+
+def test_a_fork_to_before_an_interrupt_node_asks_again(saver: Any) -> None:
+    app = refund_graph(saver, interrupt_before=["b"])
+    run = attach(app, config(), input={"n": 5, "log": []})
+    run.run()
+    run.decide("approved", by="ada", expected_digest=run.pending_digest)
+    branch = run.fork(1)  # back to where b waited for its approval
+    assert branch.status == Status.PENDING
+    assert branch.node == "b"
+    branch.decide("rejected", by="ada", expected_digest=branch.pending_digest)
+    assert branch.thread_state().next == ()
+    assert run.state["log"] == ["a", "b"]
+
+
+def test_a_thread_langgraph_paused_before_it_was_attached_shows_the_pause(saver: Any) -> None:
+    app = refund_graph(saver, interrupt_before=["b"])
+    app.invoke({"n": 5, "log": []}, config())  # plain LangGraph code, no agentnb
+    run = attach(app, config())
+    assert run.status == Status.PENDING
+    assert run.state == app.get_state(config()).values
+
+
+def test_what_langgraph_code_did_to_the_thread_is_mirrored_at_the_next_sync(saver: Any) -> None:
+    app = refund_graph(saver)
+    run = attach(app, config(), input={"n": 0, "log": []})
+    run.step()
+    app.invoke(None, config())  # someone drives the thread without agentnb
+    run.sync()
+    assert run.status == Status.COMPLETED
+    assert run.state == app.get_state(config()).values == {"n": 1, "log": ["a", "c"]}
+
+
+def test_a_second_driver_is_refused_while_one_holds_the_thread(saver: Any) -> None:
+    from agentnb.errors import RunBusy
+
+    app = refund_graph(saver)
+    store = MemoryCheckpointer()
+    run = attach(app, config(), input={"n": 0, "log": []}, store=store)
+    other = attach(app, config(), store=store)
+    store.acquire(other.run_id, other.owner)
+    with pytest.raises(RunBusy):
+        run.step()
+    assert app.get_state(config()).values == {}
