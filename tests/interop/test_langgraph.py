@@ -298,11 +298,16 @@ def test_langchain_messages_are_shown_readably() -> None:
 # -- the panel ---------------------------------------------------------------------------
 
 
-def test_the_panel_draws_langgraphs_graph_steps_and_approves() -> None:
+@pytest.mark.parametrize("mirror", ["memory", "sqlite"])
+def test_the_panel_draws_langgraphs_graph_steps_and_approves(mirror: str, tmp_path: Path) -> None:
     from widget_support import Recorder, run_async, until
 
+    from agentnb import SqliteCheckpointer
+
     app = refund_graph(InMemorySaver(), interrupt_before=["b"])
-    run = attach(app, config(), input={"n": 5, "log": []})
+    # An SQLite mirror decides and resumes in a worker thread: the kernel's loop stays free.
+    store = MemoryCheckpointer() if mirror == "memory" else SqliteCheckpointer(tmp_path / "a.db")
+    run = attach(app, config(), input={"n": 5, "log": []}, store=store)
 
     async def main() -> Recorder[Any]:
         fe = Recorder(run.view())
@@ -322,6 +327,7 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves() -> None:
         return fe
 
     fe = run_async(main)
+    store.close()
     (drawn,) = fe.customs("diagram")
     assert "b:unknown" in drawn["nodes"].values()
     assert app.get_state(config()).values["log"] == ["a", "b"]  # b ran once
@@ -370,3 +376,45 @@ def test_a_second_driver_is_refused_while_one_holds_the_thread(saver: Any) -> No
     with pytest.raises(RunBusy):
         run.step()
     assert app.get_state(config()).values == {}
+
+
+def test_an_interrupt_after_pauses_after_its_node_and_approve_goes_on(saver: Any) -> None:
+    app = refund_graph(saver, interrupt_after=["a"])
+    run = attach(app, config(), input={"n": 0, "log": []})
+    run.run()
+    assert run.status == Status.PENDING
+    paused = run.events[-1]
+    assert paused.type == EventType.INTERRUPTED
+    assert (paused.payload["when"], paused.payload["after"], paused.node) == ("after", "a", "c")
+    run.decide("approved", by="ada", expected_digest=run.pending_digest)
+    assert run.status == Status.COMPLETED
+    assert app.get_state(config()).values["log"] == ["a", "c"]
+
+
+def test_the_panel_answers_each_question_by_its_interrupt_id() -> None:
+    from widget_support import Recorder, run_async, until
+
+    app = asking_graph(InMemorySaver())
+    run = attach(app, config(), input={"n": 0, "log": []})
+    run.run()
+
+    async def main() -> Recorder[Any]:
+        fe = Recorder(run.view())
+        try:
+            fe.hello()
+            for _ in range(3):  # ask's two questions, other's one, each shown in turn
+                await until(lambda: fe.view.pending.get("task"), what="a question")
+                pending = fe.view.pending
+                assert pending["when"] == "input"
+                answer = {"amount?": 7, "reason?": "late", "other?": "why"}[
+                    pending["question"]["question"]
+                ]
+                fe.click("respond", value=answer, by="ada", task=pending["task"])
+                await until(lambda p=pending: fe.view.pending != p, what="the next question")
+            await until(lambda: fe.view.status == "completed", what="the end")
+        finally:
+            fe.close()
+        return fe
+
+    run_async(main)
+    assert sorted(app.get_state(config()).values["log"]) == ["7:late", "other:why"]
