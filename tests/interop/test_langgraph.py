@@ -327,11 +327,11 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves(mirror: str, tmp_pa
         return fe
 
     fe = run_async(main)
-    store.close()
     (drawn,) = fe.customs("diagram")
     assert "b:unknown" in drawn["nodes"].values()
     assert app.get_state(config()).values["log"] == ["a", "b"]  # b ran once
     assert [d.accepted for d in run.decisions()] == [True, False]
+    store.close()
 
 
 def test_a_fork_to_before_an_interrupt_node_asks_again(saver: Any) -> None:
