@@ -45,7 +45,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -658,7 +657,9 @@ class LangGraphRun(Run):
             self._store.release(self.run_id, owned.fence)
 
     def _stream_leased(self, payload: Any, *, one: bool, emit: Callable[[Event], None]) -> None:
-        options: dict[str, Any] = {"stream_mode": _MODES, "subgraphs": True}
+        # durability="sync": each checkpoint is saved before the next superstep starts, so
+        # the history the mirror reads is never behind the tasks the stream reports.
+        options: dict[str, Any] = {"stream_mode": _MODES, "subgraphs": True, "durability": "sync"}
         if one:
             options["interrupt_after"] = "*"
         for namespace, mode, chunk in self.graph.stream(payload, self.head_config, **options):
@@ -698,34 +699,32 @@ class LangGraphRun(Run):
         if self._head is not None and not self._head.next and payload is None:
             return
         seen = self._store.get_run(self.run_id).seq
-        found: queue.SimpleQueue[Event | BaseException | None] = queue.SimpleQueue()
+        # LangGraph's sync stream runs in a thread of its own (a sync saver such as
+        # SqliteSaver has no async API); what it reports comes back to this loop.
+        found: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
-        done = asyncio.Event()
+
+        def put(item: Event | BaseException | None) -> None:
+            loop.call_soon_threadsafe(found.put_nowait, item)
 
         def work() -> None:
             try:
-                self._stream_sync(first, one=one, emit=found.put)
+                self._stream_sync(first, one=one, emit=put)
             except BaseException as exc:  # handed to the awaiting side, raised there
-                found.put(exc)
+                put(exc)
             finally:
-                found.put(None)
-                loop.call_soon_threadsafe(done.set)
+                put(None)
 
         worker = threading.Thread(target=work, name=f"langgraph-{self.run_id[:8]}", daemon=True)
         worker.start()
-        while True:
-            await asyncio.wait([asyncio.ensure_future(done.wait())], timeout=0.05)
-            while not found.empty():
-                item = found.get()
-                if item is None:
-                    for event in self._store.events(self.run_id, after=seen):
-                        if event.type != EventType.NODE_START:
-                            yield event
-                    self._sync(self._store.get_run(self.run_id))
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+        while (item := await found.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        for event in self._store.events(self.run_id, after=seen):
+            if event.type != EventType.NODE_START:
+                yield event
+        self._sync(self._store.get_run(self.run_id))
 
     async def astep(self) -> StepResult:
         """Run one superstep of the thread (``interrupt_after="*"`` for this call)."""

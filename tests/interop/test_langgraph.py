@@ -418,3 +418,25 @@ def test_the_panel_answers_each_question_by_its_interrupt_id() -> None:
 
     run_async(main)
     assert sorted(app.get_state(config()).values["log"]) == ["7:late", "other:why"]
+
+
+def test_a_fan_out_and_its_join_are_logged_in_step_order(saver: Any) -> None:
+    g = StateGraph(S)
+    for name in ("plan", "web", "papers", "write"):
+        g.add_node(name, lambda s, name=name: {"log": [name]})
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "web")
+    g.add_edge("plan", "papers")
+    g.add_edge(["web", "papers"], "write")
+    g.add_edge("write", END)
+    app = g.compile(checkpointer=saver)
+    run = attach(app, config(), input={"log": []})
+    run.step()
+    assert sorted(app.get_state(config()).next) == ["papers", "web"]
+    run.run()
+    assert run.state == app.get_state(config()).values
+    events = run.events
+    assert [e.step for e in events] == sorted(e.step for e in events)
+    order = [(e.type, e.node) for e in events if e.type in (EventType.NODE_START, "state_update")]
+    assert order.index((EventType.NODE_START, "write")) > order.index(("state_update", "web"))
+    assert order.index((EventType.NODE_START, "write")) > order.index(("state_update", "papers"))
