@@ -7,6 +7,8 @@ cannot say are taken from the graph's builder:
 * a router added without a path map (``add_conditional_edges("b", route)``): LangGraph
   cannot know its targets and draws a guess (an edge to ``__end__``, or to every node);
   here its edges are one dashed edge to an *unknown targets* node, never a guess;
+* joins (``add_edge(["a", "b"], "c")``): their edges are labelled with what the target
+  waits for (``a + b``), as agentnb labels its own;
 * interrupts: ``interrupt_before`` / ``interrupt_after`` given at compile time mark their
   nodes, as agentnb's own interrupts are marked.
 
@@ -106,6 +108,11 @@ def _add(
     inner = subgraphs_of(graph)
     pathless = pathless_routers(graph)
     entry = {e.target for e in drawn.edges if e.source == LG_START}
+    joins = {
+        (source, target): " + ".join(sources)
+        for sources, target in getattr(graph.builder, "waiting_edges", ())
+        for source in sources
+    }
     for name in drawn.nodes:
         if name in (LG_START, LG_END):
             continue
@@ -131,6 +138,8 @@ def _add(
         if e.conditional:
             outcome = str(e.data) if e.data is not None else e.target
             conditional.setdefault((source, target), []).append(outcome)
+        elif (e.source, e.target) in joins:  # a join: labelled with what the target waits for
+            edges.append(Edge(source, target, label=joins[e.source, e.target], key="join"))
         else:
             edges.append(
                 Edge(source, target, key="subgraph" if prefix and e.source == LG_START else "")

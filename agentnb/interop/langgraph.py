@@ -66,7 +66,6 @@ from agentnb.interop._langgraph_diagram import (
     LG_START,
     diagram_of,
     interrupts_of,
-    subgraphs_of,
 )
 from agentnb.render.model import Diagram
 from agentnb.store.base import Checkpointer, CheckpointWrite, DecisionEdit, StepCommit
@@ -912,6 +911,3 @@ class LangGraphRun(Run):
     def children(self) -> list[Run]:
         """A LangGraph subgraph runs inside its parent's thread: no agentnb child runs."""
         return []
-
-    def subgraph_names(self) -> list[str]:
-        return list(subgraphs_of(self.graph))

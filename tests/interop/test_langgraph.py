@@ -430,6 +430,8 @@ def test_a_fan_out_and_its_join_are_logged_in_step_order(saver: Any) -> None:
     g.add_edge(["web", "papers"], "write")
     g.add_edge("write", END)
     app = g.compile(checkpointer=saver)
+    joined = {(e.source, e.label) for e in diagram(app).edges if e.target == "write"}
+    assert joined == {("web", "web + papers"), ("papers", "web + papers")}
     run = attach(app, config(), input={"log": []})
     run.step()
     assert sorted(app.get_state(config()).next) == ["papers", "web"]
