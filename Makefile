@@ -9,6 +9,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
+# pytest-xdist workers: the tests spend much of their time waiting on processes, servers
+# and kernels, so two workers on two cores finish in about 60% of one worker's time.
+JOBS   ?= 2
 
 .PHONY: demo test check docs lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
@@ -79,7 +82,7 @@ lint: $(VENV)/.dev
 # The browser tests run in a pytest process of their own: Playwright's sync API drives its
 # own event loop in the main thread, which earlier tests' asyncio runners must not share.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not browser" --durations=20
+	$(PY) -m pytest -m "not browser" -n $(JOBS) --durations=20
 	$(PY) -m pytest -m browser
 
 # The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
@@ -88,10 +91,12 @@ parity: $(VENV)/.dev
 	AGENTNB_PARITY_EXAMPLES=5000 $(PY) -m pytest -p no:cacheprovider -q tests/graph/test_langgraph_parity.py
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
-# worked solutions too, so every exercise's check is seen passing. Notebook 08 starts a
+# worked solutions too, so every exercise's check is seen passing. No kernel may reach the
+# network (tests/offline.py fails a cell whose code tried, even if it caught the error). Notebook 08 starts a
 # throwaway PostgreSQL server (unless AGENTNB_POSTGRES_DSN names one): postgres-server.
 nbval: $(VENV)/.dev system-deps postgres-server
-	$(PY) -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
+	$(PY) -m pytest -p no:cacheprovider -n $(JOBS) --dist loadfile -p tests.offline \
+	  --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
 	  notebooks/*.ipynb notebooks/solutions/*.ipynb
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).
@@ -118,7 +123,7 @@ check: $(VENV)/.dev
 	$(VENV)/bin/ruff check agentnb tests bench
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
-	$(PY) -m pytest -q -x -p no:cacheprovider -m "not slow and not browser and not postgres"
+	$(PY) -m pytest -q -x -p no:cacheprovider -n $(JOBS) -m "not slow and not browser and not postgres"
 
 bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"

@@ -19,6 +19,8 @@ events, or one node per cell::
     run.run()                  # refund runs; the run completes
 """
 
+from typing import TYPE_CHECKING
+
 from agentnb.errors import (
     AgentnbError,
     ApprovalNotPending,
@@ -73,17 +75,12 @@ from agentnb.graph import END, START, NodeContext, Run, StateGraph, StepResult, 
 from agentnb.graph.superstep import Send
 from agentnb.identity import Identity
 from agentnb.resilience import CircuitBreaker, Retry
-from agentnb.store import (
-    Checkpoint,
-    Checkpointer,
-    Decision,
-    Event,
-    EventType,
-    MemoryCheckpointer,
-    RunRecord,
-    SqliteCheckpointer,
-    Status,
-)
+from agentnb.store.base import Checkpointer
+from agentnb.store.records import Checkpoint, Decision, Event, EventType, RunRecord, Status
+
+if TYPE_CHECKING:
+    from agentnb.store.memory import MemoryCheckpointer
+    from agentnb.store.sqlite import SqliteCheckpointer
 
 __version__ = "0.1.0"
 
@@ -178,7 +175,9 @@ _LAZY = {
     "ManualClock": "agentnb.fsm.timers",
     "Parallel": "agentnb.fsm.chart",
     "State": "agentnb.fsm.chart",
-    "PostgresCheckpointer": "agentnb.store.postgres",  # most sessions never need it
+    "MemoryCheckpointer": "agentnb.store.memory",  # the stores: loaded when first named
+    "PostgresCheckpointer": "agentnb.store.postgres",
+    "SqliteCheckpointer": "agentnb.store.sqlite",
     "Worker": "agentnb.graph.worker",  # lazily: it needs asyncio, which import agentnb does not
     "Statechart": "agentnb.fsm.chart",
     "load_scxml": "agentnb.fsm.scxml",
@@ -188,8 +187,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    """Statechart names, the Worker and the PostgreSQL store are imported when first used,
-    so ``import agentnb`` stays light."""
+    """Statechart names, the Worker and the stores are imported when first used, so
+    ``import agentnb`` stays light: a graph drawn or run in memory never loads SQLite."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agentnb' has no attribute {name!r}")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Container
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentnb.render.timeline import Timeline
 
 __all__ = ["Drawable", "HasTimeline", "MachineViewable", "Viewable"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from agentnb import Identity, SqliteCheckpointer, StateGraph, Workflow
+from agentnb import Checkpointer, Identity, SqliteCheckpointer, StateGraph, Workflow
 from agentnb.errors import DecisionError
 from agentnb.store import PendingRun
 
@@ -26,9 +26,10 @@ def workflow(db: str, kind: str) -> Workflow:
     return graph(kind).compile(SqliteCheckpointer(db))
 
 
-def callable_graph() -> StateGraph:
-    """The ``callable`` kind's graph, for ``agentnb approve --workflow MODULE:ATTR``."""
-    return graph("callable")
+def callable_graph(store: Checkpointer) -> Workflow:
+    """The ``callable`` kind's workflow, for ``agentnb approve --workflow MODULE:ATTR``
+    (a ``build(store)`` function, as ``agentnb worker --workflow`` takes)."""
+    return graph("callable").compile(store)
 
 
 def graph(kind: str) -> StateGraph:

@@ -161,17 +161,66 @@ def test_the_error_modules_import_only_the_standard_library_and_each_other() -> 
     assert problems == []
 
 
-def test_importing_agentnb_loads_no_optional_or_heavy_dependency() -> None:
-    code = (
-        "import sys, agentnb; "
-        "heavy = {'asyncio', 'ipywidgets', 'IPython', 'graphviz', 'anywidget', 'jupyter_client',"
-        " 'jsonschema', 'yaml', 'watchfiles', 'prometheus_client', 'psycopg'};"
-        "print(sorted(heavy & set(sys.modules)"
-        " | {m for m in sys.modules"
-        "    if m.startswith(('agentnb.fsm', 'agentnb.render', 'agentnb.store.postgres'))}))"
+HEAVY = {
+    # optional dependencies
+    "asyncio",
+    "ipywidgets",
+    "IPython",
+    "graphviz",
+    "anywidget",
+    "jupyter_client",
+    "jsonschema",
+    "yaml",
+    "watchfiles",
+    "prometheus_client",
+    "psycopg",
+    # the standard library's heavier corners, loaded by what first needs them: a store
+    # (sqlite3), a migration (importlib.resources with tempfile, shutil and lzma), a digest
+    # (hashlib, OpenSSL's), a printed time (datetime), a drawing (pathlib)
+    "sqlite3",
+    "importlib.resources",
+    "tempfile",
+    "shutil",
+    "hashlib",
+    "datetime",
+    "pathlib",
+}
+LOADED_WHEN_USED = (
+    "agentnb.fsm",
+    "agentnb.render",
+    "agentnb.widgets",
+    "agentnb.store.sql",  # the SQL store, its sql_* parts and the SQLite backend
+    "agentnb.store.postgres",
+    "agentnb.store.memory",
+    "agentnb.store.migrate",
+)
+
+
+def modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; {code}; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    return set(ast.literal_eval(out.stdout))
+
+
+def test_importing_agentnb_loads_no_optional_or_heavy_module() -> None:
+    loaded = modules_after("import agentnb")
+    assert sorted(loaded & HEAVY) == []
+    assert sorted(m for m in loaded if m.startswith(LOADED_WHEN_USED)) == []
+
+
+def test_a_store_named_loads_its_backend_then() -> None:
+    loaded = modules_after("import agentnb; agentnb.SqliteCheckpointer(':memory:').close()")
+    assert {"sqlite3", "agentnb.store.sqlite", "agentnb.store.migrate"} <= loaded
+    assert "agentnb.store.postgres" not in loaded
+    for name in agentnb.store.__all__:  # the package's names resolve as its modules' own
+        found = getattr(agentnb.store, name)
+        assert found.__name__ == name
+        assert found.__module__.startswith("agentnb.store.")
 
 
 # Imports point down only. Level of each part; a module may import its own level or lower.

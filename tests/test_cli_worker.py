@@ -47,7 +47,7 @@ def test_the_worker_command_fires_a_statecharts_due_timers(tmp_path: Path) -> No
     ("target", "message"),
     [
         ("no_colon", "must look like MODULE:ATTR"),
-        ("no_such_module_here:graph", "cannot import 'no_such_module_here'"),
+        ("no_such_module_here:graph", "no module named 'no_such_module_here'"),
         ("worker_flows:missing", "has no attribute 'missing'"),
         ("worker_flows:LEASE_SECONDS", "is not a StateGraph, a Workflow"),
     ],

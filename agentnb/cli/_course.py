@@ -53,7 +53,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                 workflow.resume(
                     run_id,
                     "approved",
-                    approver="demo-approver",
+                    by="demo-approver",
                     comment="amount checked",
                     expected_digest=digest,
                 )
@@ -73,7 +73,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         show(
             list(
                 workflow.resume(
-                    second.run_id, "rejected", approver="demo-approver", comment="duplicate request"
+                    second.run_id, "rejected", by="demo-approver", comment="duplicate request"
                 )
             )
         )

@@ -26,7 +26,7 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
             workflow = workflow_of(args.workflow, store)
             record = workflow.attach(args.run).decide(
                 decision,
-                by=args.approver,
+                by=args.by,
                 comment=args.comment,
                 expected_digest=args.digest,
                 task=args.task,
@@ -36,7 +36,7 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
             record = store.decide(
                 args.run,
                 decision,
-                args.approver,
+                args.by,
                 comment=args.comment,
                 expected_digest=args.digest,
                 task=args.task,
@@ -52,17 +52,17 @@ def cmd_decide(args: argparse.Namespace, out: TextIO) -> int:
 
 def workflow_of(target: str, store: Checkpointer) -> Any:
     """The workflow ``MODULE:ATTR`` names, bound to the command's database."""
-    from agentnb.graph import StateGraph, Workflow
-    from agentnb.render.export import TargetError, import_target
+    from agentnb.errors import DefinitionError
+    from agentnb.graph.targets import bind_workflow
+    from agentnb.graph.workflow import Workflow
 
     try:
-        found = import_target(target)
-    except TargetError as exc:
-        raise UsageError(str(exc)) from None
-    graph = found.graph if isinstance(found, Workflow) else found
-    if not isinstance(graph, StateGraph):
+        found = bind_workflow(target, store)
+    except DefinitionError as exc:
+        raise UsageError(exc.problem) from None
+    if not isinstance(found, Workflow):
         raise UsageError(f"{target} is a {type(found).__name__}, not a StateGraph or Workflow")
-    return graph.compile(store)
+    return found
 
 
 def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
@@ -74,7 +74,7 @@ def cmd_respond(args: argparse.Namespace, out: TextIO) -> int:
             store,
             args.run,
             value,
-            by=args.approver,
+            by=args.by,
             comment=args.comment,
             task=args.task,
             expected_digest=args.digest,

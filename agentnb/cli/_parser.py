@@ -12,7 +12,7 @@ __all__ = ["check_text", "command_line"]
 
 PATHS = frozenset({"db", "file", "output", "target"})
 """The arguments that name files: a file name may be any bytes (checked when it is opened)."""
-NAMES = {"approver": "--as", "run": "the run id", "exercise": "the exercise id"}
+NAMES = {"by": "--as", "run": "the run id", "exercise": "the exercise id"}
 
 
 def check_text(args: argparse.Namespace) -> None:
@@ -64,7 +64,7 @@ def command_line() -> argparse.ArgumentParser:
         cmd.add_argument("--db", required=True, help=DB_HELP)
         cmd.add_argument(
             "--as",
-            dest="approver",
+            dest="by",
             required=True,
             help="your name for the audit (an approver policy checks the identity this "
             "process runs as: JUPYTERHUB_USER, else the OS user)",
@@ -99,7 +99,7 @@ def command_line() -> argparse.ArgumentParser:
     respond.add_argument(
         "--as",
         "--by",
-        dest="approver",
+        dest="by",
         metavar="NAME",
         required=True,
         help="your name for the audit (the identity this process runs as is recorded beside it)",

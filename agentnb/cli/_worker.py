@@ -18,7 +18,7 @@ WORKER_CONNECTIONS = 4
 
 def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from agentnb.errors import DefinitionError
-    from agentnb.graph.targets import load_workflow
+    from agentnb.graph.targets import bind_workflow
     from agentnb.graph.worker import Worker
     from agentnb.graph.workflow import Workflow
 
@@ -27,7 +27,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     # Its runs' commits overlap on a few pooled connections (PostgreSQL; docs/guides/postgres.md).
     with open_store(args.db, connections=min(args.concurrency, WORKER_CONNECTIONS)) as store:
         try:
-            loaded = [load_workflow(target, store) for target in args.workflow]
+            loaded = [bind_workflow(target, store) for target in args.workflow]
             workflows = [w for w in loaded if isinstance(w, Workflow)]
             charts = [c for c in loaded if not isinstance(c, Workflow)]
             worker = Worker(*workflows, machines=charts, store=store, concurrency=args.concurrency)

@@ -11,7 +11,6 @@ import difflib
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from agentnb.definitions.document import MAX_PROBLEMS, MORE_PROBLEMS, json_path
@@ -26,6 +25,8 @@ __all__ = ["load_schema", "schema_problems"]
 
 def load_schema(package: str, name: str) -> dict[str, Any]:
     """A JSON Schema shipped as package data."""
+    from importlib import resources  # with tempfile, shutil, lzma...: when one is read
+
     text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema

@@ -23,13 +23,19 @@ __all__ = [
 ]
 
 
-_LAZY = {"LoadedGraph", "load_workflow", "validate_workflow_file"}
+_LAZY = {
+    "LoadedGraph": "agentnb.graph.loader",
+    "load_workflow": "agentnb.graph.loader",
+    "validate_workflow_file": "agentnb.graph.loader",
+}
 
 
 def __getattr__(name: str) -> object:
-    # The file loader needs the JSON/YAML reading machinery: load it only when asked.
-    if name in _LAZY:
-        from agentnb.graph import loader
+    """The file loader is imported when first used: it needs the JSON/YAML reading
+    machinery, which a graph built in code never does."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentnb.graph' has no attribute {name!r}")
+    import importlib
 
-        return getattr(loader, name)
-    raise AttributeError(f"module 'agentnb.graph' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -6,7 +6,6 @@ Routing lives here and is a pure function of ``(node, state)``. Driving runs liv
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -19,7 +18,8 @@ from agentnb.graph.builder import END, Branch, Join, NodeSpec, StateGraph
 from agentnb.graph.rules import check_graph
 from agentnb.graph.state import Reducer, append, apply_delta, json_copy
 from agentnb.identity import Identity, IdentityProvider, check_provider, vouched
-from agentnb.store.base import Checkpointer, check_decision
+from agentnb.store.base import Checkpointer
+from agentnb.store.decisions import approver_name, check_decision
 from agentnb.store.policy import ApproverPolicy, PolicyCheck
 from agentnb.store.records import Event, RunRecord, Status
 
@@ -162,6 +162,21 @@ class Workflow(Drawable):
             )
             self._children[node] = child
         return child
+
+    def bound_to(self, checkpointer: Checkpointer) -> Workflow:
+        """This workflow, its settings kept, on ``checkpointer`` (itself if it is its own)."""
+        if checkpointer is self.checkpointer:
+            return self
+        return Workflow(
+            self.graph,
+            checkpointer,
+            max_steps=self.max_steps,
+            lease_seconds=self.lease_seconds,
+            max_concurrency=self.max_concurrency,
+            keep_streams=self.keep_streams,
+            identity=self._identity,
+            recursion_limit=self.recursion_limit,
+        )
 
     def _threads(self) -> Executor:
         """The pool sync nodes of a superstep run in (``max_concurrency`` threads).
@@ -360,27 +375,24 @@ class Workflow(Drawable):
         run_id: str,
         decision: str,
         *,
-        approver: str,
+        by: str | None = None,
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
         update: dict[str, Any] | None = None,
+        approver: str | None = None,
     ) -> AsyncIterator[Event]:
-        """Decide a pending run, then (if approved) continue it; yields the events.
-
-        The decision is validated at once and recorded when iteration starts (off the
-        event loop, see :meth:`~agentnb.Run.adecide`). An approval covers the paused boundary only:
-        later interrupts pause again. ``task`` and ``update`` are as for
-        :meth:`~agentnb.Run.approve`; the run continues once every held task is decided.
-        """
-        check_decision(decision, approver)
+        """Async twin of :meth:`resume`: the decision is validated at once and recorded
+        when iteration starts (off the event loop, see :meth:`~agentnb.Run.adecide`)."""
+        name = approver_name(by, approver, "aresume")
+        check_decision(decision, name)
 
         async def decide_then_follow() -> AsyncIterator[Event]:
             run = self.attach(run_id)
             seen = run.record.seq
             await run.adecide(
                 decision,
-                by=approver,
+                by=name,
                 comment=comment,
                 expected_digest=expected_digest,
                 task=task,
@@ -396,19 +408,28 @@ class Workflow(Drawable):
         run_id: str,
         decision: str,
         *,
-        approver: str,
+        by: str | None = None,
         comment: str | None = None,
         expected_digest: str | None = None,
         task: str | None = None,
         update: dict[str, Any] | None = None,
+        approver: str | None = None,
     ) -> Iterator[Event]:
-        """Sync twin of :meth:`aresume`; the decision is recorded before this returns."""
-        check_decision(decision, approver)
+        """Decide a pending run, then (if approved) continue it; yields the events.
+
+        The seed's spelling of ``run = workflow.attach(run_id)``,
+        ``run.decide(decision, by=...)`` (see :meth:`~agentnb.Run.approve`), then
+        ``run.stream()``: the decision is recorded before this returns, and its events
+        come first. An approval covers the paused boundary only: later interrupts pause
+        again. ``approver=`` is the deprecated spelling of ``by=`` (it warns).
+        """
+        name = approver_name(by, approver, "resume")
+        check_decision(decision, name)
         run = self.attach(run_id)
         seen = run.record.seq
         run.decide(
             decision,
-            by=approver,
+            by=name,
             comment=comment,
             expected_digest=expected_digest,
             task=task,
@@ -457,6 +478,8 @@ def _validate(graph: StateGraph) -> str:
 
 def _shape_digest(wf: Workflow) -> str:
     """A fingerprint of what a stored run depends on: nodes, edges, branches, interrupts."""
+    import hashlib  # (OpenSSL's: a few ms to load) when a graph is compiled
+
     edges = sorted((s, t) for s, targets in wf.edges.items() for t in targets)
     shape: dict[str, Any] = {
         "entry": wf.entry,

@@ -6,6 +6,7 @@ draws a state-machine definition file (``.json``, ``.yaml``, ``.yml``) without r
 Example:
     >>> import tempfile, pathlib
     >>> from agentnb.graph.builder import StateGraph
+from agentnb.graph.targets import import_target
     >>> g = StateGraph("demo").add_node("a", lambda s: None).set_entry_point("a")
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "demo.dot"
     >>> draw(g, out).read_text().startswith("digraph agentnb {")
@@ -14,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agentnb.errors import AgentnbError, DefinitionError, RenderError
 from agentnb.graph.builder import StateGraph
+from agentnb.graph.targets import import_target
 from agentnb.graph.workflow import Workflow
 from agentnb.render.extract import diagram_for
 from agentnb.render.model import Direction
@@ -34,10 +35,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFINITION_SUFFIXES",
     "SUFFIXES",
-    "TargetError",
     "cli_draw",
     "draw",
-    "import_target",
     "load_definition",
 ]
 
@@ -86,34 +85,12 @@ def draw(
 
 
 def _import_target(target: str) -> object:
-    """``MODULE:ATTR`` -> the object; raises _UserError with a one-line explanation."""
-    module_name, sep, attr_path = target.partition(":")
-    names = [*module_name.split("."), *attr_path.split(".")]
-    if not sep or not all(n.isidentifier() for n in names):
-        raise _UserError(
-            f"target must look like MODULE:ATTR (e.g. flows.refund:graph), not {target!r}"
-        )
-    cwd = os.getcwd()
-    added = cwd not in sys.path
-    if added:
-        sys.path.insert(0, cwd)
+    """``MODULE:ATTR`` -> what to draw (a function returning it is called); raises
+    _UserError with a one-line explanation."""
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
-            raise _UserError(f"no module named {module_name!r} (looked in {cwd})") from None
-        raise _UserError(f"importing {module_name!r} failed: {_describe(exc)}") from None
-    except (Exception, SystemExit) as exc:
-        raise _UserError(f"importing {module_name!r} failed: {_describe(exc)}") from None
-    finally:
-        if added:
-            sys.path.remove(cwd)
-    obj: object = module
-    for i, name in enumerate(attr_path.split(".")):
-        if not hasattr(obj, name):
-            where = ".".join([module_name, *attr_path.split(".")[:i]])
-            raise _UserError(f"{where!r} has no attribute {name!r}{_candidates(module)}")
-        obj = getattr(obj, name)
+        obj = import_target(target, _drawable)
+    except DefinitionError as exc:
+        raise _UserError(exc.problem) from None
     if callable(obj) and not _drawable(obj):
         try:
             obj = obj()
@@ -125,16 +102,6 @@ def _import_target(target: str) -> object:
             "StateMachine, a machine instance, or a function returning one of these)"
         )
     return obj
-
-
-def import_target(target: str) -> object:
-    """``MODULE:ATTR`` (imported from the current directory) -> a StateGraph, Workflow,
-    StateMachine or machine instance (a function returning one is called).
-
-    Raises:
-        TargetError: one line saying what is wrong with ``target``.
-    """
-    return _import_target(target)
 
 
 def _drawable(obj: object) -> bool:
@@ -150,17 +117,8 @@ class _UserError(Exception):
     """A mistake in the command line: reported in one line, exit status 2."""
 
 
-TargetError = _UserError
-"""What :func:`import_target` raises: a ``MODULE:ATTR`` that names no graph."""
-
-
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
-
-
-def _candidates(module: object) -> str:
-    found = sorted(name for name, value in vars(module).items() if _drawable(value))
-    return f" (it has: {', '.join(found)})" if found else ""
 
 
 def _placeholder(role: str, name: str) -> Callable[[object, object], Any]:

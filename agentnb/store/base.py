@@ -25,8 +25,8 @@ payment relies on.
 
 The calls the runtime makes while driving runs, and their awaitable twins
 (:meth:`Checkpointer.acommit` for :meth:`Checkpointer.commit`, ...), are declared in
-:mod:`agentnb.store.driving`; what a write carries and the decision rules every backend
-applies alike are in :mod:`agentnb.store.writes`, lease owners in
+:mod:`agentnb.store.driving`; what a write carries is in :mod:`agentnb.store.writes`, the
+decision rules every backend applies in :mod:`agentnb.store.decisions`, lease owners in
 :mod:`agentnb.store.leases` (all re-exported here).
 """
 
@@ -38,21 +38,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from agentnb.identity import Identity, IdentityProvider, current_identity, vouched
+from agentnb.store.decisions import check_decision, check_task_edit, decision_status, edit_conflict
 from agentnb.store.driving import Driving
 from agentnb.store.leases import DEFAULT_LEASE_SECONDS, new_owner, owner_is_dead
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
 from agentnb.store.records import Checkpoint, Decision, Effect, Event, RunRecord, Status
-from agentnb.store.writes import (
-    CheckpointWrite,
-    DecisionEdit,
-    StepCommit,
-    check_decision,
-    check_task_edit,
-    decision_status,
-    edit_conflict,
-    pending_digest,
-    task_refusal,
-)
+from agentnb.store.writes import CheckpointWrite, DecisionEdit, StepCommit, pending_digest
 
 if TYPE_CHECKING:
     import datetime
@@ -74,7 +65,6 @@ __all__ = [
     "new_owner",
     "owner_is_dead",
     "pending_digest",
-    "task_refusal",
 ]
 
 
@@ -137,7 +127,7 @@ class Checkpointer(Driving):
         self,
         run_id: str,
         decision: str,
-        approver: str,
+        by: str | None = None,
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
@@ -145,6 +135,7 @@ class Checkpointer(Driving):
         edit: DecisionEdit | None = None,
         identity: Identity | None = None,
         checks: Mapping[str, PolicyCheck] | None = None,
+        approver: str | None = None,
     ) -> Decision:
         """Decide a pending run exactly once, and audit the attempt either way.
 
@@ -160,10 +151,14 @@ class Checkpointer(Driving):
         ``edit.replaces`` keys is replaced by another held task's accepted edit.
 
         ``approved`` makes the run ``approved`` (a worker continues it); ``rejected`` ends
-        it. ``approver`` is the name given, kept for the audit; ``identity`` is who the
-        process vouches for (default: this store's ``identity`` provider), the one the
-        run's approver policy is checked against. ``checks`` are the callable policies of
-        the workflow's interrupts, by key, for a process that loaded them.
+        it. ``by`` is the name given, kept for the audit (``approver=`` is its deprecated
+        spelling: it warns); ``identity`` is who the process vouches for (default: this
+        store's ``identity`` provider), the one the run's approver policy is checked
+        against. ``checks`` are the callable policies of the workflow's interrupts, by key,
+        for a process that loaded them.
+
+        Every backend applies the same rules (:func:`agentnb.store.decisions.verdict`) to
+        the facts it reads inside the decision's transaction.
 
         Raises :class:`~agentnb.errors.InvalidDecision` (nothing stored),
         :class:`~agentnb.errors.RunNotFound`, :class:`~agentnb.errors.ApprovalNotPending`,

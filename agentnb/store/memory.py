@@ -11,7 +11,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import datetime
@@ -24,7 +24,7 @@ from agentnb.errors import (
     RunNotFound,
     StoreError,
 )
-from agentnb.store import chains, memory_decisions, memory_retention
+from agentnb.store import chains
 from agentnb.store.base import (
     Checkpointer,
     CheckpointWrite,
@@ -33,6 +33,7 @@ from agentnb.store.base import (
     owner_is_dead,
 )
 from agentnb.store.chains import SNAPSHOT
+from agentnb.store.decisions import Ask, Pause, Verdict, approver_name, check_decision, verdict
 from agentnb.store.memory_rows import Row, state
 
 if TYPE_CHECKING:
@@ -50,14 +51,13 @@ from agentnb.store.records import (
     Decision,
     Effect,
     Event,
+    EventType,
     PendingTask,
     PendingWrite,
     RunRecord,
     Status,
 )
-from agentnb.store.retention import (
-    Pruned,
-)
+from agentnb.store.retention import Pruned, check_deletable, cutoff, prunable_statuses, selected
 
 __all__ = ["MemoryCheckpointer"]
 
@@ -345,7 +345,7 @@ class MemoryCheckpointer(Checkpointer):
         self,
         run_id: str,
         decision: str,
-        approver: str,
+        by: str | None = None,
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
@@ -353,22 +353,79 @@ class MemoryCheckpointer(Checkpointer):
         checks: Mapping[str, PolicyCheck] | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
+        approver: str | None = None,
     ) -> Decision:
+        # The rules are agentnb.store.decisions'; the lock makes this decision the one
+        # change of the run, as the SQL stores' transaction does.
+        name = approver_name(by, approver, "decide")
+        check_decision(decision, name)
+        who = self._vouch(identity)
+        ask = Ask(run_id, decision, name, who, comment, expected_digest, task, edit, checks or {})
         try:
-            return memory_decisions.decide(
-                self,
-                run_id,
-                decision,
-                approver,
-                comment,
-                expected_digest,
-                identity,
-                checks,
-                task,
-                edit,
-            )
+            with self._lock:
+                self._check_open()
+                found = verdict(self._pause(run_id), ask, time.time())
+                if found.accepted:
+                    self._apply(found)
+                record = found.record(len(self._decisions) + 1)
+                self._decisions.append(record)
         finally:  # an approval makes the run claimable: tell idle workers
             self._work.set()
+        if found.error is not None:
+            raise found.error
+        return record
+
+    def _pause(self, run_id: str) -> Pause:
+        """The facts a decision about ``run_id`` is checked against (the lock is held)."""
+        run = self._runs.get(run_id)
+        if run is None:
+            return Pause(None)
+
+        def after() -> str | None:
+            paused = (e for e in reversed(self._events[run_id]) if e.type == EventType.INTERRUPTED)
+            return next((e.payload.get("after") for e in paused), None)
+
+        def pending_state() -> dict[str, Any]:
+            saved = self._checkpoints[run_id]
+            return state(saved, max(saved))
+
+        held = list(self._held.get(run_id, {}).values())
+        policy = self._policies.get(run_id, RunPolicy())
+        return Pause(run, held, policy, after, pending_state)
+
+    def _apply(self, accepted: Verdict) -> None:
+        """Write what an accepted decision changes (the lock is held)."""
+        ask, at, event = accepted.ask, accepted.at, accepted.event
+        assert event is not None
+        run = self._runs[ask.run_id]
+        edit = accepted.edit
+        if edit is not None and edit.state_json is not None:  # the pending step, edited
+            row = Row(run.node, SNAPSHOT, edit.state_json, at, edit.tasks_json)
+            self._checkpoints[ask.run_id][run.step] = row
+        if edit is not None and edit.answer_key is not None and edit.answer_json is not None:
+            answer = Effect(
+                edit.answer_key,
+                ask.run_id,
+                accepted.step or 0,
+                event.node or "",
+                "answer",
+                loads(edit.answer_json),
+                at,
+            )
+            self._effects.setdefault(edit.answer_key, (answer, edit.answer_json))
+        if accepted.task is not None:
+            held = accepted.task
+            self._held[ask.run_id][held.step, held.task_id] = held
+        self._events[ask.run_id].append(event)
+        settled = accepted.status is not None
+        self._runs[ask.run_id] = dataclasses.replace(
+            run,
+            status=accepted.status or run.status,
+            seq=event.seq,
+            decided_by=ask.by if settled else run.decided_by,
+            decided_at=at if settled else run.decided_at,
+            updated_at=at,
+        )
 
     def checkpoint(self, run_id: str, step: int | None = None) -> Checkpoint:
         with self._lock:
@@ -435,7 +492,9 @@ class MemoryCheckpointer(Checkpointer):
         return [CheckpointInfo(run_id, step, row.node, row.at) for step, row in saved]
 
     def delete_run(self, run_id: str, *, include_audit: bool = False) -> Pruned:
-        return memory_retention.delete_run(self, run_id, include_audit)
+        with self._lock:  # checked and deleted under it, as the SQL stores do in one transaction
+            check_deletable(self._get(run_id))
+            return Pruned((run_id,), self._delete(run_id, include_audit))
 
     def prune(
         self,
@@ -444,4 +503,33 @@ class MemoryCheckpointer(Checkpointer):
         status: Status | str | None = None,
         include_audit: bool = False,
     ) -> Pruned:
-        return memory_retention.prune(self, before, status, include_audit)
+        until = cutoff(before)
+        statuses = prunable_statuses(status)
+        with self._lock:
+            self._check_open()
+            chosen = sorted(
+                (r for r in self._runs.values() if selected(r, statuses, until)),
+                key=lambda r: r.created_at,
+            )
+            audit = sum(self._delete(r.run_id, include_audit) for r in chosen)
+            if include_audit:  # and the audit kept by earlier prunes, now old enough
+                kept = [d for d in self._decisions if d.at >= until or d.run_id in self._runs]
+                audit += len(self._decisions) - len(kept)
+                self._decisions = kept
+        return Pruned(tuple(r.run_id for r in chosen), audit)
+
+    def _delete(self, run_id: str, include_audit: bool) -> int:
+        """Delete ``run_id`` (the lock is held and the run checked); the audit lines gone."""
+        del self._runs[run_id]
+        for per_run in (self._checkpoints, self._events, self._policies, self._held):
+            per_run.pop(run_id, None)
+        for write in [k for k in self._writes if k[0] == run_id]:
+            del self._writes[write]
+        for key in [k for k, (effect, _) in self._effects.items() if effect.run_id == run_id]:
+            del self._effects[key]
+        if not include_audit:
+            return 0
+        kept = [d for d in self._decisions if d.run_id != run_id]
+        deleted = len(self._decisions) - len(kept)
+        self._decisions = kept
+        return deleted

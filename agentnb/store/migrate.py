@@ -15,7 +15,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from importlib import resources
 
 from agentnb.errors import SchemaVersionError
 
@@ -100,6 +99,8 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
     """Bring the database at ``path`` (open as ``db``) to :data:`LATEST`."""
     if version(db) == LATEST:
         return
+    from importlib import resources  # with tempfile, shutil, lzma...: only to migrate
+
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute(

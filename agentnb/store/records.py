@@ -19,7 +19,7 @@ they are built (``tests/values.py``).
 
 from __future__ import annotations
 
-import datetime as _dt
+import warnings
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -93,6 +93,8 @@ DECISIONS = ("approved", "rejected")
 
 
 def _iso(at: float) -> str:
+    import datetime as _dt
+
     return _dt.datetime.fromtimestamp(at, _dt.UTC).isoformat(timespec="milliseconds")
 
 
@@ -222,7 +224,13 @@ class RunRecord:
 
     @property
     def worker(self) -> str | None:
-        """The worker holding the run's lease, if any (it may have expired)."""
+        """Deprecated: the lease owner, :attr:`lease_owner` (what it always returned)."""
+        warnings.warn(
+            "RunRecord.worker is deprecated: it is the run's lease owner (a process may "
+            "hold a lease without being a Worker). Read RunRecord.lease_owner instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.lease_owner
 
 

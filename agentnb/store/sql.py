@@ -20,7 +20,6 @@ transactions:
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -33,6 +32,7 @@ from agentnb.store import sql_checkpoints, sql_claims, sql_decisions, sql_retent
 from agentnb.store import sql_tasks as tasks
 from agentnb.store.base import DEFAULT_LEASE_SECONDS, Checkpointer
 from agentnb.store.claims import TimerClaim
+from agentnb.store.decisions import Ask, approver_name, check_decision
 from agentnb.store.history import CheckpointInfo
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
 from agentnb.store.records import (
@@ -49,13 +49,7 @@ from agentnb.store.retention import Pruned
 from agentnb.store.sql_rows import DECISION_COLUMNS, RUN_SELECT, unpack
 from agentnb.store.sql_rows import decision as decision_row
 from agentnb.store.sql_rows import run as run_row
-from agentnb.store.writes import (
-    CheckpointWrite,
-    DecisionEdit,
-    StepCommit,
-    check_decision,
-    check_task_edit,
-)
+from agentnb.store.writes import CheckpointWrite, DecisionEdit, StepCommit
 
 if TYPE_CHECKING:
     import datetime
@@ -259,7 +253,7 @@ class SqlCheckpointer(Checkpointer):
         self,
         run_id: str,
         decision: str,
-        approver: str,
+        by: str | None = None,
         *,
         comment: str | None = None,
         expected_digest: str | None = None,
@@ -267,31 +261,16 @@ class SqlCheckpointer(Checkpointer):
         checks: Mapping[str, PolicyCheck] | None = None,
         task: str | None = None,
         edit: DecisionEdit | None = None,
+        approver: str | None = None,
     ) -> Decision:
-        check_decision(decision, approver)
+        name = approver_name(by, approver, "decide")
+        check_decision(decision, name)
         who = self._vouch(identity)
-        # A superstep's held tasks are decided one by one; else the whole run is.
-        held = task is not None or self._read(
-            "SELECT 1 FROM pending_tasks WHERE run_id = ? AND status = 'pending'", (run_id,)
-        )
-        decide: Callable[..., tuple[Decision, Exception | None]] = sql_decisions.decide
-        if held:
-            check_task_edit(edit)
-            decide = functools.partial(tasks.decide, task=task)
+        ask = Ask(run_id, decision, name, who, comment, expected_digest, task, edit, checks or {})
         with self._write(durable=True) as db:
-            record, refused = decide(
-                db,
-                run_id,
-                decision,
-                approver,
-                comment=comment,
-                expected_digest=expected_digest,
-                who=who,
-                checks=checks or {},
-                edit=edit,
-            )
-        if refused is not None:  # raised once the attempt's audit row is committed
-            raise refused
+            found, record = sql_decisions.decide(db, ask)
+        if found.error is not None:  # raised once the attempt's audit row is committed
+            raise found.error
         return record
 
     # -- reading -------------------------------------------------------------------------

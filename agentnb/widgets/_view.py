@@ -41,6 +41,7 @@ from agentnb.errors import StoreError
 from agentnb.graph.run import Run
 from agentnb.graph.streams import Emitted
 from agentnb.render.model import Diagram
+from agentnb.store.decisions import approver_name
 from agentnb.store.history import LazyCheckpoint
 from agentnb.store.records import Checkpoint, Event, EventType, Status
 from agentnb.widgets._controls import Controls, running_loop
@@ -83,10 +84,11 @@ class RunView(LiveView):
         drawer: ``"dot"`` (SVG from the Graphviz program), ``"viz"`` (the browser lays
             out the DOT with Graphviz compiled to WebAssembly, shipped in the package) or
             ``"auto"`` (``dot`` when installed).
-        approver: the name pre-filled in the approver field (the login name by default).
-            When the paused interrupt has an approver policy, the panel decides as the
-            identity this kernel vouches for (``workflow.identity()``) and the field is
-            not editable: a policy is never checked against a typed name.
+        by: the name pre-filled in the approver field (the login name by default), as
+            ``run.approve(by=...)`` takes it; ``approver=`` is its deprecated spelling (it
+            warns). When the paused interrupt has an approver policy, the panel decides as
+            the identity this kernel vouches for (``workflow.identity()``) and the field
+            is not editable: a policy is never checked against a typed name.
         continue_after_approval: once approved — here, from the CLI or from another
             kernel — this kernel runs the run on to its next pause or its end. Approvals
             made by code in this kernel (``run.approve()``) are left to that code.
@@ -132,19 +134,22 @@ class RunView(LiveView):
         *,
         title: str | None = None,
         drawer: str = "auto",
-        approver: str | None = None,
+        by: str | None = None,
         continue_after_approval: bool = True,
         max_rate: float = 10.0,
         poll_interval: float = 0.5,
+        approver: str | None = None,
         diagram: Diagram | None = None,
     ) -> None:
         check_options(drawer, max_rate)
         self._diagram = diagram
+        if approver is not None:
+            by = approver_name(by, approver, "view")
         me = run.workflow.identity()
         super().__init__(
             run_id=run.run_id,
             title=title or f"{run.workflow.name} · run {run.run_id[:12]}",
-            approver=_default_approver() if approver is None else approver,
+            approver=_default_approver() if by is None else by,
             identity=str(me),
         )
         self._me = me

@@ -195,3 +195,39 @@ def test_a_held_task_is_decided_under_its_interrupts_approver_policy(store: Chec
     assert finance.status == Status.COMPLETED
     audit = [(d.node, d.identity.name if d.identity else None, d.accepted) for d in run.decisions()]
     assert audit == [("b", "mallory", False), ("c", "mallory", True), ("b", "finance", True)]
+
+
+def test_a_held_task_its_policy_refuses_is_refused_as_not_authorized_whatever_digest_was_seen(
+    store: Checkpointer,
+) -> None:
+    """The rules are checked in one order on every backend: pending, policy, digest."""
+    from agentnb import Identity, NotAuthorized
+
+    g = StateGraph("guarded", reducers={"done": operator.add})
+    g.add_node("plan", lambda s: None)
+    for name in ("b", "c"):
+        g.add_node(name, lambda s, name=name: {"done": [name]})
+        g.add_edge("plan", name)
+    g.set_entry_point("plan")
+    g.add_interrupt_before("b", approvers={"finance"})
+    g.add_interrupt_before("c")
+    run = g.compile(store, identity=lambda: Identity("mallory")).start({"done": []})
+    run.run()
+    with pytest.raises(NotAuthorized):
+        run.approve(by="mallory", task="b", expected_digest="0" * 64)
+    assert store.decisions(run.run_id)[-1].reason == (
+        "not authorized: mallory is not among the approvers of before:b (finance)"
+    )
+
+
+def test_rejecting_a_held_task_keeps_no_edit_and_records_no_answer(store: Checkpointer) -> None:
+    from agentnb.store.writes import DecisionEdit
+
+    run = fan(store, "b", "d").start({"done": []})
+    run.run()
+    edit = DecisionEdit(update={"done": ["x"]}, answer_key="k", answer_json='"yes"')
+    store.decide(run.run_id, "rejected", "ada", task="b", edit=edit)
+    assert store.decisions(run.run_id)[-1].edit is None
+    assert store.effects(run.run_id) == []
+    rejected = [e for e in store.events(run.run_id) if e.type == EventType.REJECTED]
+    assert "update" not in rejected[-1].payload

@@ -213,7 +213,7 @@ def _run(workflow: Workflow, requested: int) -> list[tuple[Any, ...]]:
     run_id = f"run-{requested}"
     events = list(workflow.stream({"requested": requested}, run_id=run_id))
     if events[-1].type == "interrupted":
-        events += workflow.resume(run_id, "approved", approver="ada")
+        events += workflow.resume(run_id, "approved", by="ada")
     return [(e.seq, e.step, e.type, e.node, e.payload) for e in events]
 
 

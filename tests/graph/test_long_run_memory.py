@@ -1,4 +1,4 @@
-"""A 2,000-step run holds one live state in the kernel, not its history: measured in bytes."""
+"""A 1,000-step run holds one live state in the kernel, not its history: measured in bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from agentnb import END, Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
 from agentnb._json import dumps
 
-STEPS = 2000
+STEPS = 1000
 MESSAGE = "x" * 200
 
 
@@ -26,7 +26,7 @@ def loop(store: Checkpointer) -> StateGraph:
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
-def test_a_two_thousand_step_run_keeps_memory_linear_in_what_changed(
+def test_a_thousand_step_run_keeps_memory_linear_in_what_changed(
     backend: str, tmp_path: Path
 ) -> None:
     store: Checkpointer = (
@@ -50,7 +50,7 @@ def test_a_two_thousand_step_run_keeps_memory_linear_in_what_changed(
             tracemalloc.stop()
         final = len(dumps(run.state))
         assert len(history) == STEPS + 1
-        # Every checkpoint held whole would be ~STEPS / 2 final states (400 MB here). The
+        # Every checkpoint held whole would be ~STEPS / 2 final states (100 MB here). The
         # kernel holds the live state; a memory store also its log and chain: linear, at
         # most 2 KiB a step (events, a delta, geometric snapshots) beside a few states.
         per_step = 2048 if backend == "memory" else 0

@@ -120,7 +120,7 @@ def test_resume_with_rejection_never_runs_the_node(store: Checkpointer) -> None:
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
     run_id = paused(wf)
-    events = list(wf.resume(run_id, "rejected", approver="ada", comment="no"))
+    events = list(wf.resume(run_id, "rejected", by="ada", comment="no"))
     assert types(events) == ["rejected"]
     assert events[0].payload["comment"] == "no"
     assert wf.attach(run_id).status == Status.REJECTED
@@ -134,9 +134,9 @@ def test_resume_refuses_an_invalid_decision_without_approving(store: Checkpointe
     run_id = paused(wf)
     for bad in ("yes", "approve", "APPROVED", ""):
         with pytest.raises(InvalidDecision):
-            wf.resume(run_id, bad, approver="ada")
+            wf.resume(run_id, bad, by="ada")
     with pytest.raises(InvalidDecision):
-        wf.aresume(run_id, "ok", approver="ada")
+        wf.aresume(run_id, "ok", by="ada")
     assert wf.attach(run_id).status == Status.PENDING
     assert refunds == []
 
@@ -147,7 +147,7 @@ def test_async_resume_streams_the_decision_then_the_rest(store: Checkpointer) ->
 
     async def scenario() -> list[str]:
         events = [e async for e in wf.astream({})]
-        return [e.type async for e in wf.aresume(events[0].run_id, "approved", approver="ada")]
+        return [e.type async for e in wf.aresume(events[0].run_id, "approved", by="ada")]
 
     assert asyncio.run(scenario())[:2] == ["approved", "node_start"]
     assert refunds == [1000]
@@ -159,9 +159,9 @@ def test_a_duplicate_approval_is_refused_and_the_refund_happens_once(
     refunds: list[int] = []
     wf = build_refund_workflow(store, refunds)
     run_id = paused(wf)
-    list(wf.resume(run_id, "approved", approver="ada"))
+    list(wf.resume(run_id, "approved", by="ada"))
     with pytest.raises(ApprovalNotPending):
-        list(wf.resume(run_id, "approved", approver="ada"))
+        list(wf.resume(run_id, "approved", by="ada"))
     assert refunds == [1000]
 
 

@@ -176,9 +176,9 @@ def test_resume_decides_one_held_task_with_edits_and_continues_once_all_are_deci
 ) -> None:
     wf = review(store)
     run = wf.start(START).run()
-    first = list(wf.resume(run.run_id, "approved", approver="ada", task="b", update={"amount": 1}))
+    first = list(wf.resume(run.run_id, "approved", by="ada", task="b", update={"amount": 1}))
     assert [e.type for e in first] == [EventType.APPROVED]  # d still waits: nothing runs
-    rest = list(wf.resume(run.run_id, "approved", approver="bob", task="d"))
+    rest = list(wf.resume(run.run_id, "approved", by="bob", task="d"))
     assert rest[-1].type == EventType.COMPLETED
     assert wf.attach(run.run_id).state["seen"] == ["b:1:None", "c:100:None", "d:100:None"]
 

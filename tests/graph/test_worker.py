@@ -336,17 +336,24 @@ def test_a_node_longer_than_the_lease_keeps_its_run_the_worker_renews_it(
     store: Checkpointer,
 ) -> None:
     stolen: list[list[str]] = []
+    expiries: set[float | None] = set()
 
     async def long_node(state: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(1.0)  # more than three leases of 0.3 s
+        # The node outlives three renewals of its 1.5 s lease (seen in the store, not
+        # assumed from a sleep), then another worker tries to claim its run.
+        deadline = time.monotonic() + 60
+        while len(expiries) < 4 and time.monotonic() < deadline:
+            expiries.add((await asyncio.to_thread(store.get_run, run.run_id)).lease_expires)
+            await asyncio.sleep(0.05)
         taken = await asyncio.to_thread(store.claim, "thief", {wf.name: wf.shape})
         stolen.append([r.run_id for r in taken])
         return {"done": True}
 
     g = StateGraph("long").add_node("a", long_node)
-    wf = g.set_entry_point("a").compile(store, lease_seconds=0.3)
+    wf = g.set_entry_point("a").compile(store, lease_seconds=1.5)
     run = wf.submit()
     stats = Worker(wf).run(until_idle=True)
+    assert len(expiries) == 4  # renewed three times while the node ran
     assert stolen == [[]]  # the lease was live all along
     assert (stats.completed, stats.lost) == (1, 0)
     assert run.status == Status.COMPLETED

@@ -144,10 +144,10 @@ def test_a_run_whose_lease_expired_is_claimed_and_its_old_worker_fenced_out(
 ) -> None:
     submitted(store, "r1")
     dead = "elsewhere:1:dead"  # another host: only expiry frees it
-    [mine] = store.claim(dead, GRAPHS, lease_seconds=0.05)
-    fence = store.acquire("r1", dead, lease_seconds=0.05).fence
-    step(store, "r1", fence, Status.RUNNING, lease=0.05)  # mid-run, then the worker vanishes
-    assert store.claim(new_owner(), GRAPHS) == []  # still leased
+    [mine] = store.claim(dead, GRAPHS)
+    step(store, "r1", store.acquire("r1", dead).fence, Status.RUNNING)  # mid-run
+    assert store.claim(new_owner(), GRAPHS) == []  # still leased (for 30 s)
+    fence = store.acquire("r1", dead, lease_seconds=0.05).fence  # then the worker vanishes
     deadline = time.monotonic() + 5
     taken: list[RunRecord] = []
     while not taken and time.monotonic() < deadline:

@@ -99,7 +99,7 @@ def test_records_compare_by_their_fields_and_show_them() -> None:
     assert event != Event("r", 2, 0, "x", None, {"a": 1}, 1.5)
     assert repr(event).startswith("Event(run_id='r', seq=1,")
     run = RunRecord("r", "g", "s", Status.RUNNING, "n", 0, 1, 10, 0.0, 0.0)
-    assert (run.fence, run.lease_owner, run.worker) == (0, None, None)
+    assert (run.fence, run.lease_owner) == (0, None)
     assert Chain(1, 2, since=({"a": 1}, None)) == Chain(1, 2)  # ``since`` is not compared
 
 

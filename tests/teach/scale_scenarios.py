@@ -93,7 +93,7 @@ def handover(store: SqliteCheckpointer, *, stopped: bool) -> dict[str, Any]:
     # 3 s, as the exercise says: SIGTERM must reach the worker while planner is in flight,
     # and on two loaded cores delivering it took longer than a 1 s lookup once.
     workflow.submit({"requested": 60, "lookup_seconds": 3}, run_id="handover-1")
-    until(lambda: store.get_run("handover-1").worker is not None)
+    until(lambda: store.get_run("handover-1").lease_owner is not None)
     first.send_signal(signal.SIGTERM)
     assert "1 requeued" in _finished(first)
     assert "1 completed" in drain(store)

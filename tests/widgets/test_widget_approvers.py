@@ -81,7 +81,7 @@ def test_without_a_policy_the_typed_name_is_kept_beside_the_identity(
     run.step()
 
     async def main() -> Frontend:
-        fe = Frontend(run, approver="Ada L.")
+        fe = Frontend(run, by="Ada L.")
         try:
             fe.hello()
             assert "policy" not in fe.view.pending

@@ -18,7 +18,7 @@ from agentnb.widgets._snapshot import SNAPSHOT_CLASS
 
 def test_view_shows_where_the_run_stands_as_soon_as_it_is_made(store: SqliteCheckpointer) -> None:
     run = build_refund_workflow(store, []).start({"requested": 1000})
-    v = view(run, title="refund demo", approver="ada")
+    v = view(run, title="refund demo", by="ada")
     try:
         assert isinstance(v, RunView)
         assert (v.status, v.node, v.step, v.title, v.approver) == (
