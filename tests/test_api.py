@@ -249,6 +249,7 @@ LEVELS = {
     "agentnb.cli": 5,
     "agentnb.__main__": 5,  # ``python -m agentnb``: the cli's entry point and nothing else
     "agentnb.metrics": 5,
+    "agentnb.interop": 6,  # other runtimes' graphs as runs; opens their panel lazily
 }
 TOP = {"agentnb.widgets", "agentnb.cli", "agentnb.metrics"}
 
@@ -290,8 +291,9 @@ def imports(path: Path) -> tuple[set[str], set[str]]:
     return top, inner
 
 
-# agentnb._display (the mixins of the runtime's classes) reaches up into ``render`` and
-# ``widgets`` lazily, inside its methods: nothing else may.
+# agentnb._display (the mixins of the runtime's classes) and agentnb.interop (whose runs
+# open their panel) reach up into ``render`` and ``widgets`` lazily, inside their methods:
+# nothing else may.
 PRESENTATION = ("agentnb.render", "agentnb.widgets")
 
 
@@ -321,7 +323,7 @@ def test_imports_point_down_only() -> None:
                 target in inner
                 and target not in top
                 and target.startswith(PRESENTATION)
-                and module == "agentnb._display"
+                and (module == "agentnb._display" or module.startswith("agentnb.interop"))
             )
             entry_point = module == "agentnb.__main__" and their_part == "agentnb.cli"
             if (theirs > mine and not lazy_presentation) or (

@@ -181,7 +181,11 @@ def collapse(diagram: Diagram, clusters: Collection[str]) -> Diagram:
 
 
 def drawing_payload(
-    workflow: Workflow, drawer: str, model_id: str, collapsed: Collection[str] = ()
+    workflow: Workflow,
+    drawer: str,
+    model_id: str,
+    collapsed: Collection[str] = (),
+    whole: Diagram | None = None,
 ) -> dict[str, Any]:
     """The ``diagram`` message of a workflow (see :func:`diagram_payload`).
 
@@ -189,9 +193,11 @@ def drawing_payload(
     (:func:`collapse`). Either way the message says which clusters can be collapsed
     (``collapsible``: element id -> cluster id) and which are (``collapsed``: the element
     id of each folded subgraph's node -> its cluster id), so the browser can fold and
-    unfold them and light a folded node for what runs inside it.
+    unfold them and light a folded node for what runs inside it. ``whole`` is drawn
+    instead of the workflow's own diagram when given (a graph from another runtime).
     """
-    whole = diagram_from_graph(workflow, legend=True)
+    if whole is None:
+        whole = diagram_from_graph(workflow, legend=True)
     prefix = id_prefix(model_id)
     diagram = collapse(whole, collapsed)
     payload = diagram_payload(diagram, drawer, prefix)

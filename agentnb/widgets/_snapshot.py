@@ -12,6 +12,7 @@ the snapshot shows.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -108,13 +109,19 @@ def static_bundle(diagram: Diagram, text: str, *, id_prefix: str = "") -> dict[s
     }
 
 
-def snapshot_bundle(run: Run, *, id_prefix: str = "", note: str = NOTE) -> dict[str, str]:
-    """``text/plain`` and ``text/html`` describing ``run`` as it stands now."""
+def snapshot_bundle(
+    run: Run, *, id_prefix: str = "", note: str = NOTE, drawn: Diagram | None = None
+) -> dict[str, str]:
+    """``text/plain`` and ``text/html`` describing ``run`` as it stands now (``drawn``:
+    the diagram to draw instead of the workflow's own, with the run's overlay)."""
     record = run.record
     events = run.events
     overlay = overlay_from_events(events, run.workflow)
     title = f"{run.workflow.name} · run {run.run_id} · {record.status}"
-    diagram = diagram_from_graph(run.workflow, title=title, overlay=overlay)
+    if drawn is None:
+        diagram = diagram_from_graph(run.workflow, title=title, overlay=overlay)
+    else:
+        diagram = dataclasses.replace(drawn, title=title, overlay=overlay)
     text = snapshot_text(record, events, to_text(diagram), note)
     return static_bundle(diagram, text, id_prefix=id_prefix)
 

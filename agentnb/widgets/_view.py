@@ -40,6 +40,7 @@ import traitlets
 from agentnb.errors import StoreError
 from agentnb.graph.run import Run
 from agentnb.graph.streams import Emitted
+from agentnb.render.model import Diagram
 from agentnb.store.decisions import approver_name
 from agentnb.store.history import LazyCheckpoint
 from agentnb.store.records import Checkpoint, Event, EventType, Status
@@ -95,6 +96,9 @@ class RunView(LiveView):
         poll_interval: seconds between store polls while a view is open. On PostgreSQL
             the store announces every commit to the run (``LISTEN``/``NOTIFY``) and the
             panel polls only while its listening connection is down.
+        diagram: draw this instead of the workflow's own diagram — a run mirrored from
+            another runtime (``agentnb.interop.langgraph``) draws that runtime's graph.
+            Its node ids are the names the run's events use.
 
     Example:
         >>> from agentnb import StateGraph
@@ -142,8 +146,10 @@ class RunView(LiveView):
         max_rate: float = 10.0,
         poll_interval: float = 0.5,
         approver: str | None = None,
+        diagram: Diagram | None = None,
     ) -> None:
         check_options(drawer, max_rate)
+        self._diagram = diagram
         if approver is not None:
             by = approver_name(by, approver, "view")
         me = run.workflow.identity()
@@ -202,7 +208,7 @@ class RunView(LiveView):
     # -- display -------------------------------------------------------------------------
 
     def _static_bundle(self, id_prefix: str, note: str) -> dict[str, str]:
-        return snapshot_bundle(self.run, id_prefix=id_prefix, note=note)
+        return snapshot_bundle(self.run, id_prefix=id_prefix, note=note, drawn=self._diagram)
 
     def _emitted(self, item: Emitted) -> None:
         """An item a node of this workflow emitted (in the node's thread): ours, if its run."""
@@ -330,7 +336,9 @@ class RunView(LiveView):
         if drawing is None:
             if len(self._drawings) >= _DRAWINGS:
                 del self._drawings[next(iter(self._drawings))]
-            drawing = drawing_payload(self.run.workflow, self.drawer, self.model_id, collapsed)
+            drawing = drawing_payload(
+                self.run.workflow, self.drawer, self.model_id, collapsed, self._diagram
+            )
             self._drawings[collapsed] = drawing
         return drawing
 

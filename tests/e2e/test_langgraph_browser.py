@@ -1,0 +1,57 @@
+"""A LangGraph graph in RunView in a real JupyterLab page: Step runs one superstep of the
+LangGraph thread, Approve resumes it past its interrupt_before, once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lab_support import Browser, Lab, open_notebook, run_widget
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "langgraphview.ipynb"
+CLASSES = """(el, name) => {
+    const g = [...el.querySelectorAll("g.agentnb-node")].find(g => g.dataset.name === name);
+    return g ? [...g.classList] : null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser: Browser) -> Iterator[Any]:
+    pytest.importorskip("langgraph")
+    page = browser.new_page()
+    open_notebook(page, lab, NOTEBOOK)
+    yield page
+    page.close()
+
+
+def wait_attr(view: Any, attr: str, value: str) -> None:
+    view.page.wait_for_function(
+        "([el, attr, value]) => el.getAttribute(attr) === value",
+        arg=[view.element_handle(), attr, value],
+        timeout=45_000,
+    )
+
+
+def test_step_runs_one_superstep_and_approve_resumes_the_langgraph_thread_once(
+    page: Any, lab: Lab
+) -> None:
+    view = run_widget(page, "langgraph path")
+    assert view.evaluate(CLASSES, "plan") is not None  # LangGraph's own nodes are drawn
+    view.get_by_role("button", name="Step").click()
+    wait_attr(view, "data-status", "pending")  # plan ran; pay waits for approval
+    assert "is-pending" in view.evaluate(CLASSES, "pay")
+    assert "is-visited" in view.evaluate(CLASSES, "plan")
+    assert lab.kernel_eval(NOTEBOOK, 'app.get_state(config).values["log"]') == "['plan']"
+    assert lab.kernel_eval(NOTEBOOK, "app.get_state(config).next") == "('pay',)"
+
+    # Both presses in one browser task, so both reach the kernel before any reply.
+    view.locator(".rv-approve").evaluate("button => { button.click(); button.click(); }")
+    wait_attr(view, "data-status", "completed")
+    view.locator(".rv-error", has_text="not pending approval").wait_for()
+    assert "approved by ada" in view.locator(".rv-decided").inner_text()
+    assert lab.kernel_eval(NOTEBOOK, 'app.get_state(config).values["log"]') == "['plan', 'pay']"
+    accepted = lab.kernel_eval(NOTEBOOK, "[d.accepted for d in lg_run.decisions()]")
+    assert accepted == "[True, False]"
