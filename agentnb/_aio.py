@@ -130,8 +130,11 @@ def in_running_loop() -> bool:
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from synchronous code and return its result.
 
-    Works in scripts, in pytest and inside a running Jupyter kernel.
+    Works in scripts, in pytest and inside a running Jupyter kernel; in the browser
+    (Pyodide) where the page can suspend, else it raises :class:`~agentnb.errors.SyncUnavailable`.
     """
+    if sys.platform == "emscripten":
+        return _suspend_in_browser(coro)
     if not in_running_loop() and threading.current_thread() is threading.main_thread():
         return _main_loop_runner().run(coro)
     if threading.current_thread() is getattr(_background, "thread", None):
@@ -139,6 +142,24 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         # a sync API): that loop cannot wait on itself, so use a short-lived thread.
         return _run_in_new_thread(coro)
     return _get_background().run(coro)
+
+
+def _suspend_in_browser(coro: Coroutine[Any, Any, T]) -> T:
+    """Pyodide has no threads, so no loop of our own: the call suspends the WebAssembly
+    stack until the coroutine is done on the page's loop (``pyodide.ffi.run_sync``: needs
+    JavaScript Promise Integration, in Chromium 137+ and in Node 24 with
+    ``--experimental-wasm-jspi``). Where the page cannot suspend, waiting would hang it:
+    the call is refused, naming the coroutine whose async twin to ``await``."""
+    from pyodide.ffi import can_run_sync
+    from pyodide.ffi import run_sync as suspend
+
+    if can_run_sync():
+        return suspend(coro)  # type: ignore[no-any-return]
+    name = coro.__qualname__
+    coro.close()
+    from agentnb.errors import SyncUnavailable
+
+    raise SyncUnavailable(name)
 
 
 def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:
