@@ -4,13 +4,15 @@
 #   make check  - the fast inner loop: lint, types and the tests that start no process,
 #                 server, kernel or browser (under 90 s on 2 cores)
 #   make docs   - (optional) build the documentation site offline into docs/_build/html
+#   make lite   - (optional) build the course as a JupyterLite site into docs/_build/lite:
+#                 Python in the browser, served by any static web server, nothing fetched
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 
-.PHONY: demo test check docs lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check docs lite lite-check lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -108,6 +110,21 @@ soak: $(VENV)/.dev
 # resolve (-n). Offline: no intersphinx, notebooks rendered from their committed outputs.
 docs: $(VENV)/.dev
 	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
+
+# The course in the browser (docs/lite/build.py): Pyodide from the npm registry at the
+# version jupyterlite-pyodide-kernel pins, agentnb and its dependencies as local wheels.
+# Downloads are cached in .venv/lite-cache, so a second build fetches nothing.
+$(VENV)/.lite: pyproject.toml | $(PY)
+	$(PIP) install -e ".[lite]"
+	touch $@
+
+lite: $(VENV)/.lite
+	$(PY) docs/lite/build.py --out docs/_build/lite --cache $(VENV)/lite-cache
+
+# Every lite notebook's code cells in Node with the site's own Pyodide (no browser), and
+# the site itself: no file points outside it.
+lite-check: lite $(VENV)/.dev
+	$(PY) -m pytest -p no:cacheprovider -q tests/lite
 
 test: lint docs unit nbval soak
 

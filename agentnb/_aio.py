@@ -115,6 +115,13 @@ def _main_loop_runner() -> asyncio.Runner:
     return _main_runner
 
 
+def has_threads() -> bool:
+    """False in the browser (Pyodide, ``sys.platform == "emscripten"``): Python has the
+    page's one thread and cannot start another, so what would run in a thread runs inline
+    or as a task on the page's loop."""
+    return sys.platform != "emscripten"
+
+
 def in_running_loop() -> bool:
     """True when this thread is inside a running event loop (e.g. a Jupyter kernel)."""
     asyncio = sys.modules.get("asyncio")
@@ -150,12 +157,11 @@ def _suspend_in_browser(coro: Coroutine[Any, Any, T]) -> T:
     JavaScript Promise Integration, in Chromium 137+ and in Node 24 with
     ``--experimental-wasm-jspi``). Where the page cannot suspend, waiting would hang it:
     the call is refused, naming the coroutine whose async twin to ``await``."""
-    from pyodide.ffi import can_run_sync
-    from pyodide.ffi import run_sync as suspend
+    from pyodide.ffi import can_run_sync, run_sync  # type: ignore[import-not-found]
 
     if can_run_sync():
-        return suspend(coro)  # type: ignore[no-any-return]
-    name = coro.__qualname__
+        return run_sync(coro)  # type: ignore[no-any-return]
+    name = getattr(coro, "__qualname__", type(coro).__name__)
     coro.close()
     from agentnb.errors import SyncUnavailable
 
