@@ -161,11 +161,22 @@ def _suspend_in_browser(coro: Coroutine[Any, Any, T]) -> T:
 
     if can_run_sync():
         return run_sync(coro)  # type: ignore[no-any-return]
-    name = getattr(coro, "__qualname__", type(coro).__name__)
-    coro.close()
     from agentnb.errors import SyncUnavailable
 
-    raise SyncUnavailable(name)
+    raise SyncUnavailable(_close_unstarted(coro))
+
+
+def _close_unstarted(coro: Coroutine[Any, Any, Any]) -> str:
+    """Close a coroutine that will never run, and the one it wraps (``alone(run.arun())``),
+    so none warns "never awaited"; the innermost one's name says which twin to await."""
+    while True:
+        frame = getattr(coro, "cr_frame", None)
+        inner = frame.f_locals.get("coro") if frame is not None else None
+        name: str = getattr(coro, "__qualname__", type(coro).__name__)
+        coro.close()
+        if not isinstance(inner, Coroutine):
+            return name
+        coro = inner
 
 
 def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:

@@ -31,7 +31,9 @@ ROOT = HERE.parent.parent
 PYODIDE_VERSION = "314.0.6"
 """What jupyterlite-pyodide-kernel 0.8.6 pins (its constants.PYODIDE_VERSION)."""
 PYODIDE_TARBALL = f"https://registry.npmjs.org/pyodide/-/pyodide-{PYODIDE_VERSION}.tgz"
-PYODIDE_INTEGRITY = "sha512-BKDTJyIqFxC4BExLqeRS3f5xvXZIjOt8C3zGLN/Cc7tFxSwvKVhVkchQQ2AGLOtR4YrVOIFxbV8poyDOOmWwxQ=="
+PYODIDE_INTEGRITY = "sha512-" + (
+    "BKDTJyIqFxC4BExLqeRS3f5xvXZIjOt8C3zGLN/Cc7tFxSwvKVhVkchQQ2AGLOtR4YrVOIFxbV8poyDOOmWwxQ=="
+)
 """The registry's ``dist.integrity`` of that tarball."""
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 """The runtime (ES module, its wasm with SQLite linked in, the standard library)."""
@@ -53,6 +55,20 @@ LEFT_OUT = {
     "08-scale-out": "starts a PostgreSQL server and worker processes",
 }
 """The others, and what they need that a browser tab does not have."""
+
+INSTALL = "agentnb ipywidgets anywidget jsonschema prometheus_client"
+INSTALL_CELL = {
+    "cell_type": "code",
+    "execution_count": None,
+    "id": "lite-install",
+    "metadata": {},
+    "outputs": [],
+    "source": [
+        "# In the browser: install agentnb from this site's own wheels (nothing is fetched).\n",
+        f"%pip install {INSTALL}",
+    ],
+}
+"""The first cell of every lite notebook: the Pyodide kernel imports only what is installed."""
 
 FEDERATED = ("jupyterlite-pyodide-kernel", "jupyterlab-widgets", "anywidget")
 """The JupyterLab extensions the site carries (from their wheels; nothing else installed
@@ -177,14 +193,15 @@ def stage_pyodide(package: Path, locked: list[Path], stage: Path) -> None:
 
 
 def stage_notebooks(files: Path) -> None:
-    """The browser's notebooks: outputs cleared (the reader runs them), the Pyodide kernel
-    named, and a README saying which notebooks are left out and why."""
+    """The browser's notebooks: outputs cleared (the reader runs them), agentnb installed by
+    the first cell, the Pyodide kernel named; and a README saying which are left out, why."""
     files.mkdir(parents=True)
     for name in LITE:
         notebook = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
         for cell in notebook["cells"]:
             if cell["cell_type"] == "code":
                 cell["outputs"], cell["execution_count"] = [], None
+        notebook["cells"].insert(0, INSTALL_CELL)
         notebook["metadata"]["kernelspec"] = {
             "name": "python",
             "display_name": "Python (Pyodide)",

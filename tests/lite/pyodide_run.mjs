@@ -24,6 +24,9 @@ for (const file of files) {
     ? JSON.parse(readFileSync(file, "utf8"))
         .cells.filter((c) => c.cell_type === "code")
         .map((c) => (Array.isArray(c.source) ? c.source.join("") : c.source))
+        // The lite notebooks' first cell is `%pip install ...` (piplite, in the browser):
+        // here every wheel of the site is installed already.
+        .filter((source) => !/^%pip install /m.test(source))
     : [readFileSync(file, "utf8")];
   py.FS.mkdirTree("/home/course/" + name);
   py.FS.chdir("/home/course/" + name);
