@@ -5,7 +5,8 @@
 #                 server, kernel or browser (under 90 s on 2 cores)
 #   make docs   - (optional) build the documentation site offline into docs/_build/html
 #   make lite   - (optional) build the course as a JupyterLite site into docs/_build/lite:
-#                 Python in the browser, served by any static web server, nothing fetched
+#                 Python in the browser, served by any static web server, nothing fetched;
+#                 make lite-check builds it and runs its tests (Node, then Chromium)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -80,9 +81,10 @@ lint: $(VENV)/.dev
 
 # The browser tests run in a pytest process of their own: Playwright's sync API drives its
 # own event loop in the main thread, which earlier tests' asyncio runners must not share.
+# The lite site's tests (marked lite) run in make lite-check, which builds the site first.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not browser" --durations=20
-	$(PY) -m pytest -m browser
+	$(PY) -m pytest -m "not browser and not lite" --durations=20
+	$(PY) -m pytest -m "browser and not lite"
 
 # The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
 # the same ones every time); it prints the agreement figure.
@@ -121,10 +123,11 @@ $(VENV)/.lite: pyproject.toml | $(PY)
 lite: $(VENV)/.lite
 	$(PY) docs/lite/build.py --out docs/_build/lite --cache $(VENV)/lite-cache
 
-# Every lite notebook's code cells in Node with the site's own Pyodide (no browser), and
-# the site itself: no file points outside it.
-lite-check: lite $(VENV)/.dev
-	$(PY) -m pytest -p no:cacheprovider -q tests/lite
+# Every lite notebook's code cells in Node with the site's own Pyodide (no browser), the
+# site itself (no file points outside it), then notebook 01 in Chromium from the site.
+lite-check: lite $(VENV)/.dev test-system-deps
+	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser"
+	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser"
 
 test: lint docs unit nbval soak
 
@@ -135,7 +138,7 @@ check: $(VENV)/.dev
 	$(VENV)/bin/ruff check agentnb tests bench
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
-	$(PY) -m pytest -q -x -p no:cacheprovider -m "not slow and not browser and not postgres"
+	$(PY) -m pytest -q -x -p no:cacheprovider -m "not slow and not browser and not postgres and not lite"
 
 bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"
