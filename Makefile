@@ -4,6 +4,9 @@
 #   make check  - the fast inner loop: lint, types and the tests that start no process,
 #                 server, kernel or browser (under 90 s on 2 cores)
 #   make docs   - (optional) build the documentation site offline into docs/_build/html
+#   make lite   - (optional) build the course as a JupyterLite site into docs/_build/lite:
+#                 Python in the browser, served by any static web server, nothing fetched;
+#                 make lite-check builds it and runs its tests (Node, then Chromium)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -13,7 +16,7 @@ ROOT   := $(shell id -u)
 # and kernels, so two workers on two cores finish in about 60% of one worker's time.
 JOBS   ?= 2
 
-.PHONY: demo test check docs lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check docs lite lite-check lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -81,9 +84,10 @@ lint: $(VENV)/.dev
 
 # The browser tests run in a pytest process of their own: Playwright's sync API drives its
 # own event loop in the main thread, which earlier tests' asyncio runners must not share.
+# The lite site's tests (marked lite) run in make lite-check, which builds the site first.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not browser" -n $(JOBS) --durations=20
-	$(PY) -m pytest -m browser
+	$(PY) -m pytest -m "not browser and not lite" -n $(JOBS) --durations=20
+	$(PY) -m pytest -m "browser and not lite"
 
 # The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
 # the same ones every time); it prints the agreement figure.
@@ -114,6 +118,22 @@ soak: $(VENV)/.dev
 docs: $(VENV)/.dev
 	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
+# The course in the browser (docs/lite/build.py): Pyodide from the npm registry at the
+# version jupyterlite-pyodide-kernel pins, agentnb and its dependencies as local wheels.
+# Downloads are cached in .venv/lite-cache, so a second build fetches nothing.
+$(VENV)/.lite: pyproject.toml | $(PY)
+	$(PIP) install -e ".[lite]"
+	touch $@
+
+lite: $(VENV)/.lite
+	$(PY) docs/lite/build.py --out docs/_build/lite --cache $(VENV)/lite-cache
+
+# Every lite notebook's code cells in Node with the site's own Pyodide (no browser), the
+# site itself (no file points outside it), then notebook 01 in Chromium from the site.
+lite-check: lite $(VENV)/.dev test-system-deps
+	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser"
+	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser"
+
 test: lint docs unit nbval soak
 
 # The fast inner loop (make test is the whole check): lint and types, then the tests marked
@@ -123,7 +143,7 @@ check: $(VENV)/.dev
 	$(VENV)/bin/ruff check agentnb tests bench
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
-	$(PY) -m pytest -q -x -p no:cacheprovider -n $(JOBS) -m "not slow and not browser and not postgres"
+	$(PY) -m pytest -q -x -p no:cacheprovider -n $(JOBS) -m "not slow and not browser and not postgres and not lite"
 
 bench: $(VENV)/.dev system-deps postgres-server
 	$(PIP) install -e ".[bench]"

@@ -116,6 +116,13 @@ def _main_loop_runner() -> asyncio.Runner:
     return _main_runner
 
 
+def has_threads() -> bool:
+    """False in the browser (Pyodide, ``sys.platform == "emscripten"``): Python has the
+    page's one thread and cannot start another, so what would run in a thread runs inline
+    or as a task on the page's loop."""
+    return sys.platform != "emscripten"
+
+
 def in_running_loop() -> bool:
     """True when this thread is inside a running event loop (e.g. a Jupyter kernel)."""
     asyncio = sys.modules.get("asyncio")
@@ -131,8 +138,11 @@ def in_running_loop() -> bool:
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from synchronous code and return its result.
 
-    Works in scripts, in pytest and inside a running Jupyter kernel.
+    Works in scripts, in pytest and inside a running Jupyter kernel; in the browser
+    (Pyodide) where the page can suspend, else it raises :class:`~agentnb.errors.SyncUnavailable`.
     """
+    if sys.platform == "emscripten":
+        return _suspend_in_browser(coro)
     if not in_running_loop() and threading.current_thread() is threading.main_thread():
         return _main_loop_runner().run(coro)
     if threading.current_thread() is getattr(_background, "thread", None):
@@ -140,6 +150,34 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         # a sync API): that loop cannot wait on itself, so use a short-lived thread.
         return _run_in_new_thread(coro)
     return _get_background().run(coro)
+
+
+def _suspend_in_browser(coro: Coroutine[Any, Any, T]) -> T:
+    """Pyodide has no threads, so no loop of our own: the call suspends the WebAssembly
+    stack until the coroutine is done on the page's loop (``pyodide.ffi.run_sync``: needs
+    JavaScript Promise Integration, in Chromium 137+ and in Node 24 with
+    ``--experimental-wasm-jspi``). Where the page cannot suspend, waiting would hang it:
+    the call is refused, naming the coroutine whose async twin to ``await``."""
+    from pyodide.ffi import can_run_sync, run_sync  # type: ignore[import-not-found]
+
+    if can_run_sync():
+        return run_sync(coro)  # type: ignore[no-any-return]
+    from agentnb.errors import SyncUnavailable
+
+    raise SyncUnavailable(_close_unstarted(coro))
+
+
+def _close_unstarted(coro: Coroutine[Any, Any, Any]) -> str:
+    """Close a coroutine that will never run, and the one it wraps (``alone(run.arun())``),
+    so none warns "never awaited"; the innermost one's name says which twin to await."""
+    while True:
+        frame = getattr(coro, "cr_frame", None)
+        inner = frame.f_locals.get("coro") if frame is not None else None
+        name: str = getattr(coro, "__qualname__", type(coro).__name__)
+        coro.close()
+        if not isinstance(inner, Coroutine):
+            return name
+        coro = inner
 
 
 def _run_in_new_thread(coro: Coroutine[Any, Any, T]) -> T:

@@ -53,7 +53,7 @@ suppress_warnings = [
 ]
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "_ext", "README.md"]
+exclude_patterns = ["_build", "_ext", "README.md", "lite"]
 
 html_theme = "furo"
 html_title = f"agentnb {release}"

@@ -74,6 +74,7 @@ PUBLIC = {
     "UnknownExercise",
     "StoreError",
     "StoreUnavailable",
+    "SyncUnavailable",
     "StoreCorrupt",
     "StoreFileError",
     "StoreFull",

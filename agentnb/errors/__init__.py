@@ -52,7 +52,8 @@ attributes and builds its message from them: the fact first, then the fix.
     ├── RenderError                Graphviz failed, timed out, or drew something unsafe
     ├── UnknownExercise            ``agentnb.teach`` has no exercise with that id
     ├── ExerciseFailed             ``check(..., strict=True)`` found the exercise not done
-    └── MissingDependency          an optional extra is not installed (``pip install ...``)
+    ├── MissingDependency          an optional extra is not installed (``pip install ...``)
+    └── SyncUnavailable            a sync call cannot wait in this browser: ``await`` its twin
 
 The classes are written in private modules by area (``_runs``, ``_store`` ...) and live
 here: ``from agentnb.errors import X``, and ``X.__module__`` is ``agentnb.errors``.
@@ -81,7 +82,7 @@ from agentnb.errors._definitions import (
     ScxmlError,
     UnsupportedElement,
 )
-from agentnb.errors._environment import MissingDependency, RenderError
+from agentnb.errors._environment import MissingDependency, RenderError, SyncUnavailable
 from agentnb.errors._machines import InstanceNotFound, TransitionNotAllowed
 from agentnb.errors._root import AgentnbError
 from agentnb.errors._root import describe as describe
@@ -162,6 +163,7 @@ __all__ = [
     "StoreFull",
     "StoreReadOnly",
     "StoreUnavailable",
+    "SyncUnavailable",
     "TaskNotNamed",
     "TransitionNotAllowed",
     "UnknownExercise",

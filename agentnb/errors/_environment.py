@@ -1,4 +1,4 @@
-"""Errors of what agentnb runs on: a missing optional dependency, Graphviz."""
+"""Errors of what agentnb runs on: a missing optional dependency, Graphviz, a browser."""
 
 from __future__ import annotations
 
@@ -60,3 +60,27 @@ class RenderError(AgentnbError):
         self.fix = fix
         said = f": {detail.strip()[:500]}" if detail.strip() else ""
         super().__init__(f"{problem}{said}. {fix}")
+
+
+class SyncUnavailable(AgentnbError):
+    """A sync call cannot wait here: Python runs in the browser (Pyodide), which has no
+    threads, and this page cannot suspend a call (no JavaScript Promise Integration).
+
+    Attributes:
+        call: the coroutine the sync call would have waited for (``Run.arun`` ...).
+
+    Example:
+        >>> print(SyncUnavailable("Run.arun"))  # doctest: +NORMALIZE_WHITESPACE
+        A sync call (to Run.arun) cannot wait in this browser: Python runs on the page's
+        only thread and the page cannot suspend. Await the async twin instead, e.g.
+        `await run.arun()` for `run.run()`, `await run.astep()` for `run.step()`.
+    """
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+        super().__init__(
+            f"A sync call (to {call}) cannot wait in this browser: Python runs on the "
+            "page's only thread and the page cannot suspend. Await the async twin "
+            "instead, e.g. `await run.arun()` for `run.run()`, `await run.astep()` for "
+            "`run.step()`."
+        )

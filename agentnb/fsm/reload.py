@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from agentnb._aio import has_threads
 from agentnb.errors import MissingDependency, SchemaError, SchemaProblem
 from agentnb.fsm.document import Format, read_source
 from agentnb.fsm.instance import MachineInstance, MachineStore, rebind_all
@@ -138,6 +139,7 @@ class MachineReloader:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
+        self._read_on_wait = False  # watching in the browser: see _watch_in_browser
         self.callback_errors: list[BaseException] = []
         """Exceptions raised by ``on_reload``; kept so a faulty callback cannot stop watching."""
         self.watch_error: BaseException | None = None
@@ -169,8 +171,8 @@ class MachineReloader:
 
     @property
     def watching(self) -> bool:
-        """True while the watcher thread runs."""
-        return self._thread is not None and self._thread.is_alive()
+        """True while the watcher thread runs (in the browser: until :meth:`close`)."""
+        return self._read_on_wait or (self._thread is not None and self._thread.is_alive())
 
     # -- instances --------------------------------------------------------------------
 
@@ -214,6 +216,8 @@ class MachineReloader:
 
         Read ``len(reloader.results)`` before changing the file and pass it as ``after``.
         """
+        if self._read_on_wait:
+            self._on_change()
         with self._changed:
             self._changed.wait_for(lambda: len(self._results) > after, timeout=timeout)
             return self._results[after] if len(self._results) > after else None
@@ -293,6 +297,8 @@ class MachineReloader:
             MissingDependency: ``watchfiles`` is not installed.
             OSError: the operating system refused the watch (e.g. too many watches).
         """
+        if not has_threads():
+            return self._watch_in_browser()
         try:
             import watchfiles  # noqa: F401  (fail here, in the caller's thread)
         except ImportError:
@@ -311,9 +317,16 @@ class MachineReloader:
     def close(self, timeout: float = 10.0) -> None:
         """Stop watching (idempotent); the live definition stays usable."""
         self._stop.set()
+        self._read_on_wait = False
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+
+    def _watch_in_browser(self) -> Self:
+        """In the browser (Pyodide) there is no watcher thread, and nothing else writes the
+        file while a cell runs: the file is read again when a result is waited for."""
+        self._read_on_wait = True
+        return self
 
     def __enter__(self) -> Self:
         return self.watch()

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, ParamSpec, TypeVar
 
-from agentnb._aio import driving_alone
+from agentnb._aio import driving_alone, has_threads
 from agentnb.store.leases import DEFAULT_LEASE_SECONDS
 from agentnb.store.records import Checkpoint, PendingTask, PendingWrite, RunRecord
 
@@ -188,8 +188,8 @@ class Driving(ABC):
         """Whether :meth:`offload` calls a sync method on the caller's thread now (the
         store never blocks, or a one-run sync call drives it). The driver then calls
         :meth:`commit` itself when :meth:`acommit` is this default twin: no coroutines
-        to pass on every step."""
-        return not self.blocking or driving_alone()
+        to pass on every step. In the browser there is no thread to offload to."""
+        return not self.blocking or driving_alone() or not has_threads()
 
     async def offload(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Call ``fn`` — sync code that uses this store — without blocking the event loop:

@@ -15,14 +15,22 @@ so a workflow committing thousands of events per second costs the browser at mos
 
 Every message to the browser is sent from this thread (jobs submitted by the kernel's
 thread run here too), so widget traits have one writer and batches keep their order.
+
+In the browser (Pyodide) Python cannot start a thread: the relay is a task on the page's
+running loop instead (:meth:`Relay._follow_on_loop`), following the same rule
+(:meth:`Relay._cycle`); a sync run there suspends the page, so the view catches up when
+the call returns.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+from agentnb._aio import has_threads
 
 __all__ = ["Relay"]
 
@@ -62,10 +70,16 @@ class Relay:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._task: asyncio.Task[None] | None = None  # the relay in the browser
+        self._nudged: asyncio.Event | None = None  # set with _wake or _stopped there
 
     def start(self) -> None:
-        """Start the thread (once)."""
-        self._thread.start()
+        """Start the thread (once); in the browser, the task on the running loop."""
+        if has_threads():
+            self._thread.start()
+        else:
+            self._nudged = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._follow_on_loop())
 
     def wake(self) -> None:
         """Ask for a refresh soon; cheap enough to call for every event of a burst."""
@@ -73,23 +87,34 @@ class Relay:
         # the flag before it reads, so an event committed before this call is read anyway.
         if not self._wake.is_set():
             self._wake.set()
+            self._nudge()
 
     def submit(self, job: Callable[[], None]) -> None:
         """Run ``job()`` on the relay thread soon, without waiting out the update window."""
         self._jobs.append(job)
         self._wake.set()
+        self._nudge()
 
     @property
     def running(self) -> bool:
         """True until :meth:`stop` has taken effect."""
+        if self._task is not None:
+            return not self._task.done()
         return self._thread.is_alive()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread; waits up to ``timeout`` seconds for a refresh in progress."""
         self._stopped.set()
         self._wake.set()
+        self._nudge()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+    def _nudge(self) -> None:
+        # In the browser everything runs on the page's one thread: the task's event can be
+        # set directly.
+        if self._nudged is not None:
+            self._nudged.set()
 
     def _run_jobs(self) -> None:
         while self._jobs:
@@ -99,10 +124,32 @@ class Relay:
                 self._on_error(exc)
 
     def _loop(self) -> None:
+        for flag, timeout in self._cycle():
+            flag.wait(timeout)
+
+    async def _follow_on_loop(self) -> None:
+        """The relay in the browser: the same cycle, its waits awaited on the page's loop."""
+        nudged = self._nudged
+        assert nudged is not None
+        for flag, timeout in self._cycle():
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not flag.is_set():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                nudged.clear()
+                try:
+                    await asyncio.wait_for(nudged.wait(), left)
+                except TimeoutError:
+                    break
+
+    def _cycle(self) -> Iterator[tuple[threading.Event, float | None]]:
+        """The relay's rule, written once: it yields what to wait for (a flag, at most how
+        many seconds) and the thread or the task does the waiting."""
         last = float("-inf")
         while not self._stopped.is_set():
             polls = self.polling and not self.announced()
-            self._wake.wait(self.poll_interval if polls else None)
+            yield self._wake, (self.poll_interval if polls else None)
             if self._stopped.is_set():
                 return
             # A view's request (rows it scrolled to, a step of the history) is answered at
@@ -110,8 +157,10 @@ class Relay:
             self._run_jobs()
             # Wait out the rest of the window: events arriving meanwhile join this refresh.
             gap = self.min_interval - (time.monotonic() - last)
-            if gap > 0 and self._stopped.wait(gap):
-                return
+            if gap > 0:
+                yield self._stopped, gap
+                if self._stopped.is_set():
+                    return
             # Cleared before reading, so an event committed during the refresh wakes us again.
             self._wake.clear()
             try:
