@@ -158,6 +158,7 @@ def agentnb_command(how: str, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_python_dash_m_agentnb_behaves_as_the_agentnb_command(
     db: tuple[str, str, str], tmp_path: Path
 ) -> None:
@@ -267,6 +268,7 @@ def test_runs_lists_a_subgraphs_run_under_its_parent(tmp_path: Path) -> None:
     assert "completed" in lines[1]
 
 
+@pytest.mark.slow
 def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path: Path) -> None:
     """``agentnb runs --db F | head -1``: the closed pipe is no error and no traceback."""
     db = tmp_path / "many.sqlite3"

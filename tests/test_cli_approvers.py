@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentnb import SqliteCheckpointer, Status
 
 TESTS = Path(__file__).parent
@@ -36,6 +38,7 @@ def status(db: Path, run_id: str) -> Status:
         return store.get_run(run_id).status
 
 
+@pytest.mark.slow
 def test_the_cli_is_bound_by_the_stored_approvers_and_separate_duties(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite3"
     started = worker("ada", db, "start", "members")
@@ -78,6 +81,7 @@ def test_the_cli_is_bound_by_the_stored_approvers_and_separate_duties(tmp_path: 
     assert as_json["approvers"]["before:refund"]["approvers"] == ["ada", "bob"]
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_callable_policy_that_the_workflows_process_then_checks(
     tmp_path: Path,
 ) -> None:
@@ -110,6 +114,7 @@ def test_the_cli_refuses_a_callable_policy_that_the_workflows_process_then_check
     assert audit[2] == ("bob", True, None)
 
 
+@pytest.mark.slow
 def test_the_cli_given_the_workflow_checks_its_callable_policy_itself(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite3"
     run_id = worker("ada", db, "start", "callable").stdout.strip()

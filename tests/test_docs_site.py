@@ -94,6 +94,7 @@ def test_the_checker_sees_each_kind_of_external_fetch(tmp_path: Path) -> None:
     assert fetched(js) == ["https://esm.example/m.js"]
 
 
+@pytest.mark.slow  # builds the site unless make docs did
 def test_the_site_has_every_page(site: Path) -> None:
     pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     for name in (
@@ -113,6 +114,7 @@ def test_the_site_has_every_page(site: Path) -> None:
     assert "--workflow" in cli
 
 
+@pytest.mark.slow  # builds the site unless make docs did
 def test_no_page_script_stylesheet_font_or_image_comes_from_another_host(site: Path) -> None:
     files = [p for p in site.rglob("*") if p.suffix in {".html", ".css", ".js"}]
     assert len(files) > 20

@@ -280,6 +280,7 @@ def test_series_known_from_the_graph_start_at_zero(served: list[Metrics]) -> Non
     assert value(samples, "agentnb_node_duration_seconds_count", graph="shape", node="b") == 0
 
 
+@pytest.mark.slow
 def test_counts_stay_exact_past_a_batch_and_across_threads(served: list[Metrics]) -> None:
     g = StateGraph("long")
     for i in range(150):

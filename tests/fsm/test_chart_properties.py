@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +88,7 @@ def assert_legal(chart: Statechart, configuration: frozenset[str]) -> None:
     assert len(top) == 1, f"top-level states {top} are active together"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chart=charts(), events=st.lists(st.sampled_from(EVENTS), max_size=12))
 def test_the_configuration_is_always_legal(chart: Statechart, events: list[str]) -> None:

@@ -489,6 +489,7 @@ def test_a_flat_machine_has_the_same_configuration_api() -> None:
     assert instance.run_due() == []
 
 
+@pytest.mark.slow
 def test_an_endless_eventless_loop_is_a_definition_error_and_saves_nothing() -> None:
     chart = Statechart("loop", [State("a", always="b"), State("b", always="a")])
     with pytest.raises(DefinitionError, match="stable configuration"):

@@ -63,6 +63,7 @@ def test_a_timer_survives_the_sigkill_of_the_process_that_scheduled_it(tmp_path:
         assert kettle.context == {"fired": 1}
 
 
+@pytest.mark.slow
 def test_two_processes_driving_the_same_instances_fire_each_timer_once(tmp_path: Path) -> None:
     db = str(tmp_path / "race.sqlite3")
     ids = [f"k{n}" for n in range(12)]

@@ -255,6 +255,7 @@ def test_past_the_cap_problems_are_cut_short_with_a_note() -> None:
     assert problems[-1] == MORE_PROBLEMS
 
 
+@pytest.mark.slow
 def test_a_table_at_the_schemas_limits_loads() -> None:
     states = [f"s{i}" for i in range(500)]
     ring = [
@@ -330,6 +331,7 @@ def test_fuzz_arbitrary_bytes_only_ever_give_schema_errors(raw: bytes, fmt: Any)
     _load_or_refuse(raw, fmt)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(value=json_values, as_yaml=st.booleans())
 def test_fuzz_generated_documents_only_ever_give_schema_errors(value: Any, as_yaml: bool) -> None:
@@ -344,6 +346,7 @@ def mutated_light() -> st.SearchStrategy[Any]:
     return mutated(DATA / "traffic_light.json", NAMES)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(doc=mutated_light(), as_yaml=st.booleans())
 def test_fuzz_mutated_valid_files_only_ever_give_schema_errors(doc: Any, as_yaml: bool) -> None:

@@ -80,6 +80,7 @@ def _fields(record: Any) -> dict[str, Any]:
     return {name: getattr(record, name) for name in record.__dataclass_fields__}
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=st.lists(st.sampled_from(["timer", "timer", "bogus"]), max_size=12))
 def test_persisted_state_equals_memory_after_reopening(events: list[str]) -> None:

@@ -84,6 +84,7 @@ sends = st.lists(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machine=tables(), events=sends, strict=st.booleans())

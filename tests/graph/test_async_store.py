@@ -88,6 +88,7 @@ def slow_flow(store: Any, inflight: dict[str, int]) -> Any:
     return g.compile(store)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_a_slow_store_does_not_block_the_loop_of_a_worker_driving_200_runs(
     kind: str, tmp_path: Path

@@ -164,6 +164,7 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
     return "unexplained"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -390,6 +390,7 @@ def test_a_loaded_graph_is_a_state_graph_that_can_be_extended_in_code() -> None:
     assert graph.interrupts_after == {"refund"}
 
 
+@pytest.mark.slow
 def test_importing_the_loader_needs_no_optional_dependency() -> None:
     code = (
         "import sys, agentnb.graph.loader\n"
@@ -427,6 +428,7 @@ def _load_or_refuse(source: str | bytes, fmt: Any) -> None:
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(value=json_values, as_yaml=st.booleans())
 def test_fuzz_generated_documents_only_ever_give_schema_errors(value: Any, as_yaml: bool) -> None:
@@ -444,6 +446,7 @@ def mutated_refund() -> st.SearchStrategy[Any]:
     return mutated(DATA / "refund.json", WORDS)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(doc=mutated_refund(), as_yaml=st.booleans())
 def test_fuzz_mutated_valid_files_only_ever_give_schema_errors(doc: Any, as_yaml: bool) -> None:

@@ -11,6 +11,8 @@ import pytest
 from agentnb import END, Checkpointer, MemoryCheckpointer, SqliteCheckpointer, StateGraph
 from agentnb._json import dumps
 
+pytestmark = pytest.mark.slow
+
 STEPS = 1000
 MESSAGE = "x" * 200
 

@@ -74,6 +74,7 @@ def test_submit_queues_a_run_and_executes_nothing_in_the_caller(store: Checkpoin
     assert [e.type for e in run.events] == ["run_started"]
 
 
+@pytest.mark.slow
 def test_a_worker_drives_200_runs_at_once_on_one_event_loop(store: Checkpointer) -> None:
     gauge = Gauge()
     wf = two_nodes(store, gauge, meet=200)

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from render_graphs import as_drawn, decode, parse_svg
@@ -50,6 +51,7 @@ def graphs(draw: st.DrawFn) -> StateGraph:
     return g
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_svg_draws_every_name_literally_and_nothing_active(graph: StateGraph) -> None:

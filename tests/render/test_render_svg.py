@@ -182,6 +182,7 @@ def test_big_graphs_cap_the_layout_effort(monkeypatch: pytest.MonkeyPatch) -> No
     assert "-Gnslimit=0.001" in seen[1]
 
 
+@pytest.mark.slow
 def test_500_nodes_and_1000_random_cyclic_edges_render() -> None:
     diagram = diagram_from_graph(big_graph(500, 1000))
     drawn = parse_svg(render_svg(diagram))

@@ -98,6 +98,7 @@ def opened(backend: str, folder: str, request: pytest.FixtureRequest) -> Checkpo
 
 
 # ``request`` only looks the session's server up: nothing of it is reset between examples.
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
 @settings(
     max_examples=40,

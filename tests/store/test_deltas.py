@@ -91,6 +91,7 @@ def path(rows: list[tuple[str, str]], index: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     start=st.dictionaries(keys, values, max_size=4),
@@ -125,6 +126,7 @@ def test_every_state_rebuilt_from_snapshots_skips_and_deltas_is_the_original(
     assert [dumps(s) for s in chains.rebuild_all(numbered)] == [dumps(s) for s in states]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(start=st.dictionaries(keys, values, max_size=4), ops=operations)
 def test_a_merged_delta_does_what_the_deltas_do_one_after_the_other(
@@ -186,6 +188,7 @@ def test_a_tail_the_writer_says_it_appended_is_taken_without_comparing_the_kept_
 step_deltas = st.lists(st.dictionaries(keys, values, max_size=3), max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(start=st.dictionaries(keys, values, max_size=4), deltas=step_deltas)
 def test_the_delta_of_a_merged_step_compares_only_its_keys_and_equals_the_full_diff(

@@ -97,6 +97,7 @@ def indexes(path: Path) -> set[str]:
         db.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [RELEASE, WRITTEN], ids=["release-0.1.0", "main-0011"])
 def test_the_rebuilt_journal_keeps_every_row_byte_for_byte_and_reads_back_the_same(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def decide_once(
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     entries,

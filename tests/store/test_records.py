@@ -110,6 +110,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     seq=st.integers(0, 2**40),

@@ -239,6 +239,7 @@ def _write_effects_watching_the_wal(path: Path, writes: int) -> tuple[int, int]:
     return biggest, restarts
 
 
+@pytest.mark.slow
 def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -173,6 +173,7 @@ def test_a_map_reduce_whose_tasks_do_not_all_count_fails(store: SqliteCheckpoint
     assert "sent 3 tasks, but only 2 of them returned a count" in result.observed
 
 
+@pytest.mark.slow
 def test_a_run_that_changed_workers_only_while_paused_is_not_a_handover(
     store: SqliteCheckpointer,
 ) -> None:

@@ -62,6 +62,7 @@ def test_the_kernel_keeps_a_bounded_window_of_a_long_log_and_reads_it_in_pages(
             fe.close()
 
 
+@pytest.mark.slow
 def test_every_row_is_there_when_scrolled_to_and_only_the_newest_are_sent_unasked(
     store: SqliteCheckpointer, small_bounds: None
 ) -> None:
@@ -154,6 +155,7 @@ def test_a_fold_fed_in_batches_and_copied_on_the_way_matches_one_replay() -> Non
         assert twin.overlay() == overlay_from_events(events[:upto], run.workflow)
 
 
+@pytest.mark.slow
 def test_what_a_view_keeps_grows_by_bookmarks_not_by_the_events_past_its_window(
     small_bounds: None,
 ) -> None:
