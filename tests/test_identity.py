@@ -68,7 +68,8 @@ def test_the_identity_and_approver_examples_in_the_docs_run() -> None:
     ]
     for test in found:
         runner.run(test)
-    assert runner.summarize(verbose=False) == (0, 5)
+    failed, attempted = runner.summarize(verbose=False)
+    assert (failed, attempted >= 5) == (0, True)
 
 
 def test_groups_may_come_from_any_iterable() -> None:
