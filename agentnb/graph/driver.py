@@ -376,11 +376,17 @@ class Driver(Fanout):
             next_tasks = plan(wf, merged.frontier)
             nxt_head = next_tasks[0].node
             pause = len(next_tasks) == 1 and nxt_head in wf.interrupts_before
+        # Past the recursion limit, LangGraph's next tick fails first: no pause before it,
+        # no end folded in. An interrupt after a node of this superstep comes before that
+        # tick (LangGraph's after_tick): it pauses — or, when nothing is next, the run ends.
         after = wf.interrupts_after
         ran_after = next((t.node for t in superstep.tasks if t.node in after), None)
         over = cursor.allowed is not None and cursor.executed > cursor.allowed
-        if over:  # LangGraph's next tick fails first: no pause, no end folded in
-            ran_after, pause = None, False
+        if over:
+            pause = False
+        ends = nxt_head == END and (not over or ran_after is not None)
+        if nxt_head == END:
+            ran_after = None
         tasks_json = None if merged.frontier is None else dumps(merged.frontier.to_json())
         checkpoint, chain = self._checkpoint(
             step,
@@ -406,7 +412,7 @@ class Driver(Fanout):
             change = StepCommit(
                 _PENDING, nxt_head, step, events, checkpoint, None, digest, True, settles
             )
-        elif nxt_head == END and not over:
+        elif ends:
             final = {"state": json_copy(merged.state)}
             events.append(self._event(EventType.COMPLETED, END, step, final))
             change = StepCommit(
