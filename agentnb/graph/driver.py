@@ -162,8 +162,14 @@ class Driver(Fanout):
                     if stop.error is not None:
                         raise stop.error
                     return
-                async for item in self._run_tasks(cursor, superstep):
-                    yield item
+                if cursor.frontier is None and self.live is None:
+                    # A linear step: no generator of its own (see _run_one).
+                    yield self._started(superstep, cursor.step)
+                    for event in await self._run_one(superstep, cursor.step):
+                        yield event
+                else:
+                    async for item in self._run_tasks(cursor, superstep):
+                        yield item
                 if not superstep.done:  # paused, or a subgraph advanced one superstep
                     return
                 merged = await self._merge_step(cursor, superstep)
@@ -262,14 +268,24 @@ class Driver(Fanout):
     async def _run_tasks(
         self, cursor: _Cursor, superstep: _Superstep
     ) -> AsyncIterator[Event | Emitted]:
-        """Run the superstep's tasks, handing on their events as they happen; it is
-        ``done`` when every task has its result (else it paused, and said so)."""
-        if cursor.frontier is None:
-            async for item in self._run_one(superstep.tasks[0], cursor.step, superstep):
-                yield item
+        """Run the superstep's tasks, handing on their events (and, streaming live, what
+        nodes emit) as they happen; it is ``done`` when every task has its result (else
+        it paused, and said so)."""
+        step = cursor.step
+        if cursor.frontier is None:  # a linear step, streamed live
+            assert self.live is not None
+            yield self._started(superstep, step)
+            running = asyncio.ensure_future(self._run_one(superstep, step))
+            while True:
+                await self._wake({running})
+                for item in self.live.drain():
+                    yield item
+                if running.done():
+                    break
+            for event in running.result():
+                yield event
             return
-        step, tasks, held = cursor.step, superstep.tasks, superstep.held
-        results = superstep.results
+        tasks, held, results = superstep.tasks, superstep.held, superstep.results
         questions: dict[str, Asked | ChildPaused] = {}
         runnable = [t for t in tasks if t not in held] if held else tasks
         async for out in self._superstep(runnable, step, self.state, results, questions):
@@ -283,41 +299,31 @@ class Driver(Fanout):
             return
         superstep.done = True
 
-    async def _run_one(
-        self, task: Task, step: int, superstep: _Superstep
-    ) -> AsyncIterator[Event | Emitted]:
-        """Run a linear run's one task on the event loop (handing on what it emits when
-        streaming live); a question or a subgraph's pause holds the run as a whole."""
-        node = task.node
-        start = self._event(_NODE_START, node, step, {})
+    def _started(self, superstep: _Superstep, step: int) -> Event:
+        """The start event of a linear step's one task: the first of its step's events."""
+        start = self._event(_NODE_START, superstep.head, step, {})
         self.pending = [start]
-        yield start
+        return start
+
+    async def _run_one(self, superstep: _Superstep, step: int) -> list[Event]:
+        """Run a linear step's one task on the event loop; return the events to hand on
+        when it paused instead (a question or a subgraph's pause holds the run as a
+        whole; a subgraph that advanced one superstep of its own hands on its events)."""
+        task = superstep.tasks[0]
+        node = task.node
         try:
-            if self.live is None:
-                delta = await self._invoke(task, step, self.state, None)
-            else:  # hand on what the node emits while it runs
-                running = asyncio.ensure_future(self._invoke(task, step, self.state, None))
-                while True:
-                    await self._wake({running})
-                    for item in self.live.drain():
-                        yield item
-                    if running.done():
-                        break
-                delta = running.result()
+            delta = await self._invoke(task, step, self.state, None)
         except Failure as failure:
             await self._fail(node, step, failure.error)
             raise failure.error from failure.error.__cause__
         except (Asked, ChildPaused) as asked:
-            for event in await self._hold([task], step, self.state, {node: asked}, rows=False):
-                yield event
-            return
+            return await self._hold([task], step, self.state, {node: asked}, rows=False)
         except ChildStepped as stepped:  # the parent's step is the child's
-            for event in stepped.events:
-                yield event
-            return
+            return stepped.events
         self.ran[node] = delta
         superstep.results[node] = delta
         superstep.done = True
+        return []
 
     async def _merge_step(self, cursor: _Cursor, superstep: _Superstep) -> _Merged:
         """Merge the superstep's deltas through the reducers (in task order) and route the
@@ -365,32 +371,13 @@ class Driver(Fanout):
         """Commit the merged superstep — checkpoint and events, with a pause (before the
         next superstep, or after this one's node) or the end folded in — and move the
         cursor on."""
-        wf = self.workflow
         step = cursor.step + 1
         cursor.executed += 1
-        nxt_head, pause = merged.node, merged.node in wf.interrupts_before
-        if merged.frontier is not None:
-            # The run's node is the next superstep's first task, or the first one an
-            # interrupt holds back: what an approver is asked about. One task held: pause
-            # now; several: the next superstep runs the others first, holds only those.
-            next_tasks = plan(wf, merged.frontier)
-            nxt_head = next_tasks[0].node
-            pause = len(next_tasks) == 1 and nxt_head in wf.interrupts_before
-        # Past the recursion limit, LangGraph's next tick fails first: no pause before it,
-        # no end folded in. An interrupt after a node of this superstep comes before that
-        # tick (LangGraph's after_tick): it pauses — or, when nothing is next, the run ends.
-        after = wf.interrupts_after
-        ran_after = next((t.node for t in superstep.tasks if t.node in after), None)
-        over = cursor.allowed is not None and cursor.executed > cursor.allowed
-        if over:
-            pause = False
-        ends = nxt_head == END and (not over or ran_after is not None)
-        if nxt_head == END:
-            ran_after = None
+        node, after, pause, ends = self._landing(cursor, superstep, merged)
         tasks_json = None if merged.frontier is None else dumps(merged.frontier.to_json())
         checkpoint, chain = self._checkpoint(
             step,
-            nxt_head,
+            node,
             self.state,
             merged.state,
             tasks_json,
@@ -399,18 +386,18 @@ class Driver(Fanout):
             merged.changes_json,
         )
         events, settles = merged.events, merged.settles
-        if ran_after is not None or pause:
+        if after is not None or pause:
             new_json = dumps(merged.state)
-            digest = pending_digest(self.run_id, nxt_head, step, new_json)
+            digest = pending_digest(self.run_id, node, step, new_json)
             payload = {
-                "when": "before" if ran_after is None else "after",
-                "after": ran_after,
+                "when": "before" if after is None else "after",
+                "after": after,
                 "digest": digest,
                 "state": loads(new_json),
             }
-            events.append(self._event(EventType.INTERRUPTED, nxt_head, step, payload))
+            events.append(self._event(EventType.INTERRUPTED, node, step, payload))
             change = StepCommit(
-                _PENDING, nxt_head, step, events, checkpoint, None, digest, True, settles
+                _PENDING, node, step, events, checkpoint, None, digest, True, settles
             )
         elif ends:
             final = {"state": json_copy(merged.state)}
@@ -419,12 +406,37 @@ class Driver(Fanout):
                 _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
             )
         else:
-            change = StepCommit(_RUNNING, nxt_head, step, events, checkpoint, settles=settles)
+            change = StepCommit(_RUNNING, node, step, events, checkpoint, settles=settles)
         await self._commit(change, merged.state, merged.frontier)
         self.chain = chain
         cursor.step, cursor.frontier = step, merged.frontier
-        cursor.node = nxt_head if merged.frontier is None else ""
+        cursor.node = node if merged.frontier is None else ""
         return change
+
+    def _landing(
+        self, cursor: _Cursor, superstep: _Superstep, merged: _Merged
+    ) -> tuple[str, str | None, bool, bool]:
+        """Where a merged superstep leaves the run: the node it stands at, the node of an
+        interrupt after it (``None``: none), whether it pauses before the next superstep,
+        and whether the run ends."""
+        wf = self.workflow
+        node, pause = merged.node, merged.node in wf.interrupts_before
+        if merged.frontier is not None:
+            # The run's node is the next superstep's first task, or the first one an
+            # interrupt holds back: what an approver is asked about. One task held: pause
+            # now; several: the next superstep runs the others first, holds only those.
+            next_tasks = plan(wf, merged.frontier)
+            node = next_tasks[0].node
+            pause = len(next_tasks) == 1 and node in wf.interrupts_before
+        # Past the recursion limit, LangGraph's next tick fails first: no pause before it,
+        # no end folded in. An interrupt after a node of this superstep comes before that
+        # tick (LangGraph's after_tick): it pauses — or, when nothing is next, the run ends.
+        after = next((t.node for t in superstep.tasks if t.node in wf.interrupts_after), None)
+        over = cursor.allowed is not None and cursor.executed > cursor.allowed
+        ends = node == END and (not over or after is not None)
+        if node == END:
+            after = None
+        return node, after, pause and not over, ends
 
     async def _breathe(self, cursor: _Cursor) -> None:
         """Visit the event loop now and then (every ``_YIELD_EVERY`` seconds)."""
