@@ -223,11 +223,12 @@ class Driver(Fanout):
         gated = next((t.node for t in tasks if t.node in before), None)
         if gated is None or len(tasks) == 1:
             return _Superstep(tasks, gated)
-        decided = [
-            p
-            for p in await self.store.apending_tasks(self.run_id)
-            if p.step == cursor.step and p.status == "approved"
-        ]
+        rows = [p for p in await self.store.apending_tasks(self.run_id) if p.step == cursor.step]
+        if cursor.approved and not rows:
+            # The run was approved at a pause of its own (after the superstep before): as
+            # in LangGraph, that pause was this superstep's, which runs whole.
+            return _Superstep(tasks, None)
+        decided = [p for p in rows if p.status == "approved"]
         approved_ids = {p.task_id for p in decided}
         self.edits = {p.task_id: p.update for p in decided if p.update is not None}
         held = [t for t in tasks if t.node in before and t.id not in approved_ids]

@@ -106,6 +106,20 @@ AFTER_AT_THE_LIMIT = Spec(
 """An interrupt after a superstep at the recursion limit pauses before the limit fails
 the next one (LangGraph's after_tick comes before the next tick's check)."""
 
+APPROVED_AFTER_BEFORE_SENDS = Spec(
+    _nodes(("k", 0, True, False, True), ("y", 0, False, False, True), ("x", 0, True, True, True)),
+    "k",
+    (("k", "y"), ("x", END_NAME)),
+    (),
+    (RouterSpec("y", "send", ("x",)),),
+    ("k", "x"),
+    2,
+    {},
+    ("y",),
+)
+"""Approved after ``y``, the next superstep (Sends to ``x``, an interrupt before it) runs
+whole: LangGraph's pause after ``y`` was that superstep's (found by ``make parity``)."""
+
 
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
@@ -239,6 +253,7 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
 @example(spec=RESUMED_20_TIMES, native=1)
 @example(spec=AFTER_THE_LAST_NODE, native=0)
 @example(spec=AFTER_AT_THE_LIMIT, native=0)
+@example(spec=APPROVED_AFTER_BEFORE_SENDS, native=0)
 def test_a_generated_graph_gives_langgraphs_answer(spec: Spec, native: int) -> None:
     lg = run_langgraph(spec)
     ours = run_agentnb(spec)
