@@ -388,6 +388,8 @@ class StateGraph(Drawable):
     ) -> Self:
         """Pause after these nodes, before whatever follows, until a human decides.
 
+        As in LangGraph, a node the run ends with does not pause (nothing follows), and
+        the pause comes before a ``recursion_limit`` the next superstep would pass.
         ``approvers`` and ``separate_duties`` as for :meth:`add_interrupt_before`.
         """
         self._declare("after", nodes, approvers, separate_duties)

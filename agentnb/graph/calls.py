@@ -56,7 +56,7 @@ class Caller(Committer):
         """
         node = task.node
         spec = self.workflow.nodes[node]
-        if not threaded and task.payload is None and node in self.workflow.direct:
+        if not threaded and task.payload is None and node in self.workflow._direct:
             # The common case, kept lean: an unguarded function on the loop's thread.
             try:
                 if spec.takes_ctx:
@@ -142,28 +142,6 @@ class Caller(Committer):
         finally:
             if streams is not None:
                 streams.flush(sink)
-        return self._checked(node, step, result)
-
-    def _plain(self, fn: Callable[..., Any], node: str, step: int, state: dict[str, Any]) -> Any:
-        """Call a plain node (``Workflow.plain_fns``) right here: its checked delta, or,
-        when it handed back an awaitable after all, a coroutine that awaits and checks it.
-
-        Raises:
-            Failure: as :meth:`_invoke`.
-        """
-        try:
-            result = fn(StateCopy(state))
-        except Exception as exc:
-            raise Failure(node, self._node_failed(node, step, exc)) from None
-        if type(result) is not dict and inspect.isawaitable(result):
-            return self._awaited(node, step, result)
-        return self._checked(node, step, result)
-
-    async def _awaited(self, node: str, step: int, result: Any) -> dict[str, Any]:
-        try:
-            result = await result
-        except Exception as exc:
-            raise Failure(node, self._node_failed(node, step, exc)) from None
         return self._checked(node, step, result)
 
     def _node_failed(self, node: str, step: int, exc: Exception) -> NodeFailed:

@@ -31,7 +31,7 @@ from agentnb.graph.state import apply_delta, json_copy
 from agentnb.graph.streams import Live
 from agentnb.graph.subgraph import ChildPaused
 from agentnb.graph.superstep import Frontier, Task, advance
-from agentnb.store.base import Checkpointer, CheckpointWrite, StepCommit, pending_digest
+from agentnb.store.base import CheckpointWrite, StepCommit, pending_digest
 from agentnb.store.chains import Chain
 from agentnb.store.records import Event, EventType, RunRecord, Status
 
@@ -69,11 +69,6 @@ class Committer:
     def __init__(self, workflow: Workflow, owner: str, position: Position) -> None:
         self.workflow = workflow
         self.store = workflow.checkpointer
-        # A store's own acommit (a truly async one) is awaited; the stock twin is skipped
-        # when it would call commit on this thread anyway (Checkpointer.direct): known
-        # once the drive has begun (``_commit_here``), since it holds for the whole drive.
-        self._stock_acommit = type(self.store).acommit is Checkpointer.acommit
-        self._commit_here = False
         self._lease_seconds = workflow.lease_seconds
         self.owner = owner
         self.run_id = position.record.run_id
@@ -129,22 +124,10 @@ class Committer:
         state: dict[str, Any] | None = None,
         frontier: Frontier | None = None,
     ) -> None:
-        if not self._commit_now(change, state, frontier):
-            await self.store.acommit(
-                self.run_id, self.fence, change, lease_seconds=self._lease_seconds
-            )
-            self._committed(change, state, frontier)
-
-    def _commit_now(
-        self, change: StepCommit, state: dict[str, Any] | None, frontier: Frontier | None
-    ) -> bool:
-        """:meth:`_commit` without a coroutine, when the drive commits on this thread
-        (what acommit would do, minus 2 coroutines): ``False`` if it does not."""
-        if not self._commit_here:
-            return False
-        self.store.commit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
+        """Commit ``change`` (with the run's new ``state`` and ``frontier``, for a step):
+        every commit of a drive goes through here."""
+        await self.store.acommit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
         self._committed(change, state, frontier)
-        return True
 
     def _committed(
         self, change: StepCommit, state: dict[str, Any] | None, frontier: Frontier | None

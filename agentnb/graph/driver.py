@@ -1,13 +1,18 @@
 """The loop that executes supersteps: one lease, one transaction per superstep.
 
-A superstep runs the tasks :func:`~agentnb.graph.superstep.plan` finds in the last
-checkpoint. One task (a linear run) is called on the event loop and its step written in
-one commit, as it always was. Several run concurrently — async nodes on the event loop,
-sync nodes in the workflow's thread pool, at most ``max_concurrency`` at once — and each
-finished task's result is saved on its own (a *pending write*), so a worker resuming after
-a crash runs only the tasks that had not finished. When all are done their deltas merge
-in plan order through the reducers, the merged state is routed, and checkpoint + events
-are committed together. A pause (interrupt) or the end is folded into that same commit.
+Each turn of :meth:`Driver._loop` is five named steps, read top to bottom:
+
+1. :meth:`~Driver._plan` — the superstep's tasks (:func:`~agentnb.graph.superstep.plan`
+   on the last checkpoint's frontier), the interrupt that gates it, the tasks it holds;
+2. :meth:`~Driver._gate` — whether it may run: the end, the step budgets, a stopping
+   worker, a pause before it;
+3. :meth:`~Driver._run_tasks` — its tasks: one (a linear run) called on the event loop;
+   several concurrently, each finished task's result saved on its own (a *pending write*,
+   see :class:`~agentnb.graph.fanout.Fanout`), so a crash re-runs only the unfinished ones;
+4. :meth:`~Driver._merge_step` — the deltas merged in task order through the reducers,
+   the new state routed to the next frontier;
+5. :meth:`~Driver._commit_step` — checkpoint and events committed together, with a pause
+   (interrupt) or the end folded into that same commit.
 
 The driver never writes the :class:`~agentnb.graph.run.Run`'s fields: it ends with a
 :class:`Position` the run adopts.
@@ -20,10 +25,10 @@ import dataclasses
 import itertools
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from time import time_ns
+from dataclasses import dataclass, field
 from typing import Any
 
-from agentnb._json import dumps, loads, quote
+from agentnb._json import dumps, loads
 from agentnb.errors import StepBudgetExhausted
 from agentnb.graph.builder import END
 from agentnb.graph.commits import Failure, Position, seq_of
@@ -34,7 +39,7 @@ from agentnb.graph.streams import Emitted
 from agentnb.graph.subgraph import ChildPaused, ChildStepped
 from agentnb.graph.superstep import Frontier, Task, legacy_frontier, plan, supersteps_allowed
 from agentnb.store.base import StepCommit, pending_digest
-from agentnb.store.records import NS, Event, EventType, RunRecord, Status, packed_event
+from agentnb.store.records import Event, EventType, RunRecord, Status
 
 __all__ = ["Driver", "Position"]
 
@@ -43,9 +48,62 @@ _YIELD_EVERY = 0.005
 node is synchronous (and other tasks, like a widget's, keep running)."""
 
 _RUNNING, _PENDING, _COMPLETED = Status.RUNNING, Status.PENDING, Status.COMPLETED
-_NODE_START, _STATE_UPDATE = EventType.NODE_START, EventType.STATE_UPDATE
-_START_JSON, _UPDATE_JSON = quote(_NODE_START), quote(_STATE_UPDATE)
+_NODE_START = EventType.NODE_START
 _NONE: Mapping[str, Any] = {}  # no reducers: a subgraph's keys are merged already
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """Where the loop stands between supersteps: the step, the next node of a linear run
+    (``frontier`` None) or the whole frontier, and what this drive has done."""
+
+    step: int
+    node: str
+    frontier: Frontier | None
+    approved: bool  # the run was approved: the gate before the next superstep is open
+    allowed: int | None  # supersteps this invocation may run (``recursion_limit``)
+    executed: int = 0
+    last_yield: float = 0.0
+
+
+@dataclass(slots=True)
+class _Superstep:
+    """One superstep in flight: its tasks, the interrupt gating it, the tasks an
+    interrupt holds, and the results of the tasks run (task id -> delta)."""
+
+    tasks: tuple[Task, ...]
+    gated: str | None
+    held: Sequence[Task] = ()
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    done: bool = False  # every task has its result: merge and commit
+
+    @property
+    def head(self) -> str:
+        return self.tasks[0].node if self.tasks else END
+
+
+@dataclass(slots=True)
+class _Stop:
+    """The gate's answer when the superstep may not run: an event to hand on, an error
+    to raise after it."""
+
+    event: Event | None = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Merged:
+    """A merged superstep: the new state, the next frontier (``None``: the next ``node``
+    of a linear run), its events, and what the checkpoint can reuse."""
+
+    state: dict[str, Any]
+    node: str
+    frontier: Frontier | None
+    events: list[Event]
+    appended: dict[str, list[Any]] | None = None  # tails the append reducer added
+    changed: Mapping[str, Any] | None = None  # a linear step's delta: what changed
+    changes_json: str | None = None  # its JSON, when each key merely replaces
+    settles: int | None = None  # the superstep whose pending writes this commit merges
 
 
 class Driver(Fanout):
@@ -62,38 +120,14 @@ class Driver(Fanout):
         finally:
             await self._end()
 
-    async def run_through(
-        self, max_supersteps: int | None, events: list[Event] | None = None
-    ) -> None:
-        """:meth:`drive` for a caller that reads nothing as it happens (``run.run()``,
-        ``run.step()``): one async generator less for every event to pass. The events go
-        to ``events`` when given."""
-        record = await self._begin(max_supersteps)
-        try:
-            if record is None:
-                return
-            if events is None:
-                async for _ in self._loop(record, max_supersteps, quiet=True):
-                    pass
-            else:
-                async for event in self._loop(record, max_supersteps):
-                    if isinstance(event, Event):
-                        events.append(event)
-        finally:
-            await self._end()
-
     async def _begin(self, max_supersteps: int | None) -> RunRecord | None:
         """Take the run's lease and catch up with its row; ``None`` if nothing can run (the
         lease, taken anyway, is given back by :meth:`_end`)."""
-        wf = self.workflow
         if self.leased:
             record = self.start.record
         else:
-            record = await self._acquire(wf.lease_seconds)
+            record = await self._acquire(self.workflow.lease_seconds)
         self.fence = record.fence
-        # A one-run sync call (or a store that never blocks) for the whole drive: its
-        # commits are called right here (see Committer._commit).
-        self._commit_here = self._stock_acommit and self.store.direct()
         start = self.start.record
         if record.step != start.step or record.seq != start.seq:
             # Another worker moved the run, or another process decided it (perhaps with an
@@ -114,12 +148,51 @@ class Driver(Fanout):
             await self.store.arelease(self.run_id, self.fence)
 
     async def _loop(
-        self, record: RunRecord, max_supersteps: int | None, *, quiet: bool = False
+        self, record: RunRecord, max_supersteps: int | None
     ) -> AsyncIterator[Event | Emitted]:
-        """Drive the run, handing on its events as they happen — but not each step's own
-        when ``quiet`` (nobody reads them: two trips through the generator less a step)."""
+        """Drive the run superstep by superstep, handing on its events as they happen."""
+        cursor = await self._cursor(record)
+        try:
+            while True:
+                superstep = await self._plan(cursor)
+                stop = await self._gate(cursor, superstep, record, max_supersteps)
+                if stop is not None:
+                    if stop.event is not None:
+                        yield stop.event
+                    if stop.error is not None:
+                        raise stop.error
+                    return
+                if cursor.frontier is None and self.live is None:
+                    # A linear step: no generator of its own (see _run_one).
+                    yield self._started(superstep, cursor.step)
+                    for event in await self._run_one(superstep, cursor.step):
+                        yield event
+                else:
+                    async for item in self._run_tasks(cursor, superstep):
+                        yield item
+                if not superstep.done:  # paused, or a subgraph advanced one superstep
+                    return
+                merged = await self._merge_step(cursor, superstep)
+                change = await self._commit_step(cursor, superstep, merged)
+                for event in merged.events:
+                    if event.type is not _NODE_START:  # (handed on as each task began)
+                        yield event
+                if change.status is not _RUNNING:
+                    return
+                await self._breathe(cursor)
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            if not self.released:
+                where = self.change.node if self.change is not None else self.start.record.node
+                cancelled = self._event(
+                    EventType.CANCELLED, where, cursor.step, {"reason": type(exc).__name__}
+                )
+                await self._stop(Status.CANCELLED, where, cursor.step, cancelled, None)
+            raise
+
+    async def _cursor(self, record: RunRecord) -> _Cursor:
+        """Where the drive starts: the run's row and its frontier (one stored before
+        LangGraph's semantics migrated), and the approvals it carries down to subgraphs."""
         wf = self.workflow
-        step = record.step
         approved = record.status == Status.APPROVED
         if wf.nested and approved and record.decided_by:
             # A decision taken on this run (the CLI, a panel) about a pause inside one of
@@ -128,264 +201,262 @@ class Driver(Fanout):
             for row in await self.store.apending_tasks(self.run_id):
                 if row.status == "approved" and row.decided_by:
                     self.approvals[row.task_id] = row.decided_by
-        state = self.state
-        # A linear run keeps just its next node (``frontier`` is None); anything more — a
-        # fan-out, Sends, joins waiting — keeps the whole frontier.
-        frontier = self.frontier
-        single = frontier.single if frontier is not None else record.node
-        node = "" if single is None else single
-        if single is not None or (frontier is not None and not (frontier.nodes or frontier.sends)):
-            node, frontier = single or END, None
-        before, after_nodes = wf.interrupts_before, wf.interrupts_after
-        reducers, appends, plain_fns = wf.reducers, wf.appends, wf.plain_fns
-        run_id, seqs, packs = self.run_id, self._seqs, self.store.packs_events
-        allowed = supersteps_allowed(wf.recursion_limit, record.step == 0 and not approved)
+        node, frontier = _linear(self.frontier, record.node)
         if frontier is not None and frontier.semantics == 0:
-            frontier = legacy_frontier(wf, frontier, state, run_id, step)
-        executed = 0
-        last_yield = time.monotonic()
-        try:
+            frontier = legacy_frontier(wf, frontier, self.state, self.run_id, record.step)
+        allowed = supersteps_allowed(wf.recursion_limit, record.step == 0 and not approved)
+        return _Cursor(record.step, node, frontier, approved, allowed, 0, time.monotonic())
+
+    async def _plan(self, cursor: _Cursor) -> _Superstep:
+        """The next superstep: its tasks in merge order, the interrupt before it, and —
+        in a parallel superstep — the tasks interrupts hold (the others run meanwhile;
+        each held task is approved on its own, its row in the store says whether)."""
+        wf = self.workflow
+        before = wf.interrupts_before
+        if self.edits:
+            self.edits = {}
+        if cursor.frontier is None:
+            node = cursor.node
+            alone: tuple[Task, ...] = () if node == END else wf._plain_tasks[node]
+            return _Superstep(alone, node if node in before else None)
+        tasks = plan(wf, cursor.frontier)
+        gated = next((t.node for t in tasks if t.node in before), None)
+        if gated is None or len(tasks) == 1:
+            return _Superstep(tasks, gated)
+        rows = [p for p in await self.store.apending_tasks(self.run_id) if p.step == cursor.step]
+        if cursor.approved and not rows:
+            # The run was approved at a pause of its own (after the superstep before): as
+            # in LangGraph, that pause was this superstep's, which runs whole.
+            return _Superstep(tasks, None)
+        decided = [p for p in rows if p.status == "approved"]
+        approved_ids = {p.task_id for p in decided}
+        self.edits = {p.task_id: p.update for p in decided if p.update is not None}
+        held = [t for t in tasks if t.node in before and t.id not in approved_ids]
+        return _Superstep(tasks, None, held)
+
+    async def _gate(
+        self,
+        cursor: _Cursor,
+        superstep: _Superstep,
+        record: RunRecord,
+        max_supersteps: int | None,
+    ) -> _Stop | None:
+        """Whether the superstep may run (``None``), or why the drive stops before it:
+        the run is past its ``recursion_limit``, at its end, done with this call's
+        supersteps, asked to halt, out of ``max_steps``, or paused by an interrupt."""
+        step, head = cursor.step, superstep.head
+        if cursor.allowed is not None and cursor.executed > cursor.allowed:
+            failed, limit = await self._past_limit(head, step)
+            return _Stop(failed, limit)
+        if not superstep.tasks:
+            return _Stop(await self._finish(self.state, step))
+        if max_supersteps is not None and cursor.executed >= max_supersteps:
+            return _Stop()
+        # A stopping Worker's runs end between supersteps — but each runs the one it was
+        # claimed for first: a run a worker holds is a step in flight, so a SIGTERM just
+        # after a claim still hands the next worker a step done.
+        if cursor.executed and self.halt is not None and self.halt():
+            return _Stop()
+        if step >= record.max_steps:
+            budget = StepBudgetExhausted(self.run_id, record.max_steps, head)
+            failed = self._failed(head, step, budget)
+            return _Stop(await self._stop(Status.FAILED, head, step, failed, budget), budget)
+        if superstep.gated is not None and not cursor.approved:
+            return _Stop(await self._pause(superstep.gated, step, self.state))
+        cursor.approved = False
+        return None
+
+    async def _run_tasks(
+        self, cursor: _Cursor, superstep: _Superstep
+    ) -> AsyncIterator[Event | Emitted]:
+        """Run the superstep's tasks, handing on their events (and, streaming live, what
+        nodes emit) as they happen; it is ``done`` when every task has its result (else
+        it paused, and said so)."""
+        step = cursor.step
+        if cursor.frontier is None:  # a linear step, streamed live
+            assert self.live is not None
+            yield self._started(superstep, step)
+            running = asyncio.ensure_future(self._run_one(superstep, step))
             while True:
-                if frontier is None:
-                    tasks: tuple[Task, ...] = () if node == END else wf.plain[node]
-                    gated = node if node in before else None
-                else:
-                    tasks = plan(wf, frontier)
-                    gated = next((t.node for t in tasks if t.node in before), None)
-                held: Sequence[Task] = ()
-                if self.edits:
-                    self.edits = {}
-                if gated is not None and len(tasks) > 1:
-                    # An interrupt holds its own task; the others run meanwhile. Each held
-                    # task is approved on its own (its row in the store says whether).
-                    gated = None
-                    decided = [
-                        p
-                        for p in await self.store.apending_tasks(self.run_id)
-                        if p.step == step and p.status == "approved"
-                    ]
-                    approved_ids = {p.task_id for p in decided}
-                    self.edits = {p.task_id: p.update for p in decided if p.update is not None}
-                    held = [t for t in tasks if t.node in before and t.id not in approved_ids]
-                if allowed is not None and executed > allowed:
-                    failed, limit = await self._past_limit(tasks[0].node if tasks else END, step)
-                    yield failed
-                    raise limit
-                head = tasks[0].node if tasks else END
-                if not tasks:
-                    yield await self._finish(state, step)
-                    return
-                if max_supersteps is not None and executed >= max_supersteps:
-                    return
-                # A stopping Worker's runs end between supersteps — but each runs the one
-                # it was claimed for first: a run a worker holds is a step in flight, so a
-                # SIGTERM just after a claim still hands the next worker a step done.
-                if executed and self.halt is not None and self.halt():
-                    return
-                if step >= record.max_steps:
-                    budget = StepBudgetExhausted(self.run_id, record.max_steps, head)
-                    yield await self._stop(
-                        Status.FAILED, head, step, self._failed(head, step, budget), budget
-                    )
-                    raise budget
-                if gated is not None and not approved:
-                    yield await self._pause(gated, step, state)
-                    return
-                approved = False
+                await self._wake({running})
+                for item in self.live.drain():
+                    yield item
+                if running.done():
+                    break
+            for event in running.result():
+                yield event
+            return
+        tasks, held, results = superstep.tasks, superstep.held, superstep.results
+        questions: dict[str, Asked | ChildPaused] = {}
+        runnable = [t for t in tasks if t not in held] if held else tasks
+        async for out in self._superstep(runnable, step, self.state, results, questions):
+            yield out
+        if len(results) + len(held) + len(questions) < len(tasks):
+            return  # a subgraph advanced one superstep of its own: not done
+        if held or questions:
+            waiting = [t for t in tasks if t in held or t.id in questions]
+            for event in await self._hold(waiting, step, self.state, questions):
+                yield event
+            return
+        superstep.done = True
 
-                new_frontier: Frontier | None = None
-                packed: str | None = None  # the events as the store packs them, if made
-                appended: dict[str, list[Any]] | None = None  # tails the append reducer added
-                changed: Mapping[str, Any] | None = None  # a linear step's delta: what changed
-                changes_json: str | None = None  # its JSON, when each key merely replaces
-                settles: int | None = None
-                if frontier is None:
-                    # A store that packs events gets their times as integers too (see
-                    # _packed); the others, the float alone.
-                    start_ns = time_ns() if packs else 0
-                    at = start_ns / NS if packs else time.time()
-                    start = Event(run_id, next(seqs), step, _NODE_START, node, {}, at)
-                    self.pending = [start]
-                    if not quiet:
-                        yield start
-                    try:
-                        fn = plain_fns.get(node) if self.live is None else None
-                        if fn is not None:  # no coroutine for a plain function
-                            delta = self._plain(fn, node, step, state)
-                            if type(delta) is not dict:
-                                delta = await delta
-                        elif self.live is None:
-                            delta = await self._invoke(tasks[0], step, state, None)
-                        else:  # hand on what the node emits while it runs
-                            running = asyncio.ensure_future(
-                                self._invoke(tasks[0], step, state, None)
-                            )
-                            while True:
-                                await self._wake({running})
-                                for item in self.live.drain():
-                                    yield item
-                                if running.done():
-                                    break
-                            delta = running.result()
-                    except Failure as failure:
-                        await self._fail(node, step, failure.error)
-                        raise failure.error from failure.error.__cause__
-                    except (Asked, ChildPaused) as asked:
-                        hold = await self._hold([tasks[0]], step, state, {node: asked}, rows=False)
-                        for event in hold:
-                            yield event
-                        return
-                    except ChildStepped as stepped:  # the parent's step is the child's
-                        for event in stepped.events:
-                            yield event
-                        return
-                    self.ran[node] = delta
-                    merging = _NONE if node in wf.nested else reducers  # a subgraph's: merged
-                    if merging and appends and not appends.isdisjoint(delta):
-                        appended = _appended(delta, appends)
-                    try:
-                        new_state = apply_delta(state, delta, merging)
-                    except Exception as exc:
-                        await self._merge_failed(node, step, exc)
-                    changed = delta
-                    simple = wf.simple_next.get(node)
-                    if simple is None:
-                        new_frontier, leads = await self._route(tasks, step, new_state, ())
-                        events = self.pending
-                        events.append(self._update(node, node, step + 1, delta, leads[node]))
-                    else:
-                        nxt, events = simple, self.pending
-                        update_ns = time_ns() if packs else 0
-                        update = Event(
-                            run_id,
-                            next(seqs),
-                            step + 1,
-                            _STATE_UPDATE,
-                            node,
-                            {"delta": delta, "next": simple},
-                            update_ns / NS if packs else time.time(),
-                        )
-                        events.append(update)
-                        if packs and len(events) == 2:  # the node reported nothing
-                            delta_json = dumps(delta)
-                            packed = _packed(start, start_ns, update, update_ns, delta_json, simple)
-                            if not merging or merging.keys().isdisjoint(delta):
-                                # every key replaced: new_state holds the delta's very
-                                # values, its text is the checkpoint's too (Chain.next)
-                                changes_json = delta_json
-                else:
-                    results: dict[str, dict[str, Any]] = {}
-                    questions: dict[str, Asked | ChildPaused] = {}
-                    runnable = [t for t in tasks if t not in held] if held else tasks
-                    async for out in self._superstep(runnable, step, state, results, questions):
-                        yield out
-                    if len(results) + len(held) + len(questions) < len(tasks):
-                        return  # a subgraph advanced one superstep of its own: not done
-                    if held or questions:
-                        waiting = [t for t in tasks if t in held or t.id in questions]
-                        for event in await self._hold(waiting, step, state, questions):
-                            yield event
-                        return
-                    new_state, views = await self._merge(tasks, results, head, step, state)
-                    new_frontier, leads = await self._route(
-                        tasks, step, new_state, frontier.waiting, views
-                    )
-                    events = sorted(self.pending, key=seq_of)
-                    events += [
-                        self._update(t.id, t.node, step + 1, results[t.id], leads[t.id])
-                        for t in tasks
-                    ]
-                    settles = step
-                if new_frontier is not None:
-                    single = new_frontier.single
-                    if single is not None or not (new_frontier.nodes or new_frontier.sends):
-                        nxt, new_frontier = single or END, None
-                step, executed = step + 1, executed + 1
-                if new_frontier is None:
-                    nxt_head = nxt
-                    pause = nxt in before
-                else:
-                    # The run's node is the next superstep's first task, or the first one an
-                    # interrupt holds back: what an approver is asked about.
-                    next_tasks = plan(wf, new_frontier)
-                    nxt_head = next_tasks[0].node
-                    # One task held: pause now. Several: the next superstep runs the others
-                    # first and holds only those (see above).
-                    pause = len(next_tasks) == 1 and nxt_head in before
-                if frontier is None:
-                    ran_after = node if node in after_nodes else None
-                else:
-                    ran_after = next((t.node for t in tasks if t.node in after_nodes), None)
-                over = allowed is not None and executed > allowed
-                if over:  # LangGraph's next tick fails first: no pause, no end folded in
-                    ran_after, pause = None, False
-                tasks_json = None if new_frontier is None else dumps(new_frontier.to_json())
-                checkpoint, chain = self._checkpoint(
-                    step, nxt_head, state, new_state, tasks_json, appended, changed, changes_json
-                )
-                if ran_after is not None or pause:
-                    new_json = dumps(new_state)
-                    digest = pending_digest(self.run_id, nxt_head, step, new_json)
-                    payload = {
-                        "when": "before" if ran_after is None else "after",
-                        "after": ran_after,
-                        "digest": digest,
-                        "state": loads(new_json),
-                    }
-                    events.append(self._event(EventType.INTERRUPTED, nxt_head, step, payload))
-                    change = StepCommit(
-                        _PENDING, nxt_head, step, events, checkpoint, None, digest, True, settles
-                    )
-                elif nxt_head == END and not over:
-                    events.append(
-                        self._event(EventType.COMPLETED, END, step, {"state": json_copy(new_state)})
-                    )
-                    change = StepCommit(
-                        _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
-                    )
-                else:
-                    # (no error, no digest, no release, no holds)
-                    change = StepCommit(
-                        _RUNNING, nxt_head, step, events, checkpoint, None, None, False,
-                        settles, (), packed,
-                    )  # fmt: skip
-                if not self._commit_now(change, new_state, new_frontier):
-                    await self._commit(change, new_state, new_frontier)
-                self.chain = chain
-                state = new_state
-                if not quiet:
-                    for event in events:
-                        if event.type is not _NODE_START:
-                            yield event
-                if change.status is not _RUNNING:
-                    return
-                frontier, node = new_frontier, nxt_head if new_frontier is None else ""
-                now = time.monotonic()
-                if now - last_yield > _YIELD_EVERY:
-                    last_yield = now
-                    await asyncio.sleep(0)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-            if not self.released:
-                where = self.change.node if self.change is not None else self.start.record.node
-                cancelled = self._event(
-                    EventType.CANCELLED, where, step, {"reason": type(exc).__name__}
-                )
-                await self._stop(Status.CANCELLED, where, step, cancelled, None)
-            raise
+    def _started(self, superstep: _Superstep, step: int) -> Event:
+        """The start event of a linear step's one task: the first of its step's events."""
+        start = self._event(_NODE_START, superstep.head, step, {})
+        self.pending = [start]
+        return start
+
+    async def _run_one(self, superstep: _Superstep, step: int) -> list[Event]:
+        """Run a linear step's one task on the event loop; return the events to hand on
+        when it paused instead (a question or a subgraph's pause holds the run as a
+        whole; a subgraph that advanced one superstep of its own hands on its events)."""
+        task = superstep.tasks[0]
+        node = task.node
+        try:
+            delta = await self._invoke(task, step, self.state, None)
+        except Failure as failure:
+            await self._fail(node, step, failure.error)
+            raise failure.error from failure.error.__cause__
+        except (Asked, ChildPaused) as asked:
+            return await self._hold([task], step, self.state, {node: asked}, rows=False)
+        except ChildStepped as stepped:  # the parent's step is the child's
+            return stepped.events
+        self.ran[node] = delta
+        superstep.results[node] = delta
+        superstep.done = True
+        return []
+
+    async def _merge_step(self, cursor: _Cursor, superstep: _Superstep) -> _Merged:
+        """Merge the superstep's deltas through the reducers (in task order) and route the
+        new state: the next node or frontier, and the step's events."""
+        wf, step, state, tasks = self.workflow, cursor.step, self.state, superstep.tasks
+        if cursor.frontier is not None:
+            results = superstep.results
+            new_state, views = await self._merge(tasks, results, superstep.head, step, state)
+            frontier, leads = await self._route(
+                tasks, step, new_state, cursor.frontier.waiting, views
+            )
+            events = sorted(self.pending, key=seq_of)
+            events += [
+                self._update(t.id, t.node, step + 1, results[t.id], leads[t.id]) for t in tasks
+            ]
+            node, next_frontier = _linear(frontier, "")
+            return _Merged(new_state, node, next_frontier, events, settles=step)
+        node = tasks[0].node
+        delta = superstep.results[node]
+        merging = _NONE if node in wf.nested else wf.reducers  # a subgraph's: merged
+        appends = wf._appends
+        appended = _appended(delta, appends) if merging and not appends.isdisjoint(delta) else None
+        try:
+            new_state = apply_delta(state, delta, merging)
+        except Exception as exc:
+            await self._merge_failed(node, step, exc)
+        simple = wf._simple_next.get(node)
+        if simple is None:
+            frontier, leads = await self._route(tasks, step, new_state, ())
+            lead = leads[node]
+            nxt, next_frontier = _linear(frontier, "")
+        else:
+            lead, nxt, next_frontier = [simple], simple, None
+        events = self.pending
+        events.append(self._update(node, node, step + 1, delta, lead))
+        # Every key replaced: new_state holds the delta's very values, so the delta's text
+        # is the checkpoint's too (Chain.next), encoded once.
+        replaces = not merging or merging.keys().isdisjoint(delta)
+        changes_json = dumps(delta) if replaces and self.chain is not None else None
+        return _Merged(new_state, nxt, next_frontier, events, appended, delta, changes_json)
+
+    async def _commit_step(
+        self, cursor: _Cursor, superstep: _Superstep, merged: _Merged
+    ) -> StepCommit:
+        """Commit the merged superstep — checkpoint and events, with a pause (before the
+        next superstep, or after this one's node) or the end folded in — and move the
+        cursor on."""
+        step = cursor.step + 1
+        cursor.executed += 1
+        node, after, pause, ends = self._landing(cursor, superstep, merged)
+        tasks_json = None if merged.frontier is None else dumps(merged.frontier.to_json())
+        checkpoint, chain = self._checkpoint(
+            step,
+            node,
+            self.state,
+            merged.state,
+            tasks_json,
+            merged.appended,
+            merged.changed,
+            merged.changes_json,
+        )
+        events, settles = merged.events, merged.settles
+        if after is not None or pause:
+            new_json = dumps(merged.state)
+            digest = pending_digest(self.run_id, node, step, new_json)
+            payload = {
+                "when": "before" if after is None else "after",
+                "after": after,
+                "digest": digest,
+                "state": loads(new_json),
+            }
+            events.append(self._event(EventType.INTERRUPTED, node, step, payload))
+            change = StepCommit(
+                _PENDING, node, step, events, checkpoint, None, digest, True, settles
+            )
+        elif ends:
+            final = {"state": json_copy(merged.state)}
+            events.append(self._event(EventType.COMPLETED, END, step, final))
+            change = StepCommit(
+                _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
+            )
+        else:
+            change = StepCommit(_RUNNING, node, step, events, checkpoint, settles=settles)
+        await self._commit(change, merged.state, merged.frontier)
+        self.chain = chain
+        cursor.step, cursor.frontier = step, merged.frontier
+        cursor.node = node if merged.frontier is None else ""
+        return change
+
+    def _landing(
+        self, cursor: _Cursor, superstep: _Superstep, merged: _Merged
+    ) -> tuple[str, str | None, bool, bool]:
+        """Where a merged superstep leaves the run: the node it stands at, the node of an
+        interrupt after it (``None``: none), whether it pauses before the next superstep,
+        and whether the run ends."""
+        wf = self.workflow
+        node, pause = merged.node, merged.node in wf.interrupts_before
+        if merged.frontier is not None:
+            # The run's node is the next superstep's first task, or the first one an
+            # interrupt holds back: what an approver is asked about. One task held: pause
+            # now; several: the next superstep runs the others first, holds only those.
+            next_tasks = plan(wf, merged.frontier)
+            node = next_tasks[0].node
+            pause = len(next_tasks) == 1 and node in wf.interrupts_before
+        # Past the recursion limit, LangGraph's next tick fails first: no pause before it,
+        # no end folded in. An interrupt after a node of this superstep comes before that
+        # tick (LangGraph's after_tick): it pauses — or, when nothing is next, the run ends.
+        after = next((t.node for t in superstep.tasks if t.node in wf.interrupts_after), None)
+        over = cursor.allowed is not None and cursor.executed > cursor.allowed
+        ends = node == END and (not over or after is not None)
+        if node == END:
+            after = None
+        return node, after, pause and not over, ends
+
+    async def _breathe(self, cursor: _Cursor) -> None:
+        """Visit the event loop now and then (every ``_YIELD_EVERY`` seconds)."""
+        now = time.monotonic()
+        if now - cursor.last_yield > _YIELD_EVERY:
+            cursor.last_yield = now
+            await asyncio.sleep(0)
 
 
-def _packed(
-    start: Event, start_ns: int, update: Event, update_ns: int, delta_json: str, simple: str
-) -> str:
-    """A linear step's two events as the store packs them, from the delta encoded once
-    (``delta_json``) and their times as integers (no float to format): what ``pack``
-    would write."""
-    where = quote(update.node or "")  # (a node's events always name it)
-    payload = f'{{"delta":{delta_json},"next":{quote(simple)}}}'
-    return (
-        f"[{packed_event(start.seq, start.step, _START_JSON, where, '{}', start_ns)},"
-        f"{packed_event(update.seq, update.step, _UPDATE_JSON, where, payload, update_ns)}]"
-    )
+def _linear(frontier: Frontier | None, node: str) -> tuple[str, Frontier | None]:
+    """A frontier of one plain task (or none) as a linear run keeps it: just its next
+    node (``END`` when nothing is next), the frontier ``None``; any other frontier — a
+    fan-out, Sends, joins waiting — as it is."""
+    if frontier is None:
+        return node or END, None
+    single = frontier.single
+    if single is not None or not (frontier.nodes or frontier.sends):
+        return single or END, None
+    return "", frontier
 
 
 def _appended(delta: Mapping[str, Any], appends: frozenset[str]) -> dict[str, list[Any]]:

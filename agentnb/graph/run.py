@@ -287,7 +287,9 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         driver = Driver(self.workflow, self.owner, self._position())
         events: list[Event] = []
         try:
-            await driver.run_through(1, events)
+            async for event in driver.drive(1):
+                if isinstance(event, Event):
+                    events.append(event)
         finally:
             self._adopt(driver.position)
         started = [e for e in events if e.type == EventType.NODE_START]
@@ -323,7 +325,8 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
 
         driver = Driver(self.workflow, self.owner, self._position())
         try:
-            await driver.run_through(None)
+            async for _ in driver.drive(None):
+                pass
         finally:
             self._adopt(driver.position)
         return self

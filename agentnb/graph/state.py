@@ -119,14 +119,18 @@ def defaults_of(schema: type) -> dict[str, Any]:
 
 
 def _seeded(reducer: Reducer, base: object) -> Reducer:
-    """``reducer``, called with ``base()`` instead of ``None`` for a key not set yet."""
+    """``reducer``, called with ``base()`` instead of ``None`` for a key not set yet; a
+    key whose type cannot be built without arguments (``Any``, ``Optional[list]``) takes
+    its first value as it is, the reducer not called — as LangGraph's channel does."""
 
     def merge(current: Any, new: Any) -> Any:
-        if current is None and isinstance(base, type):
+        if current is None:
+            if not isinstance(base, type):
+                return new
             try:
                 current = base()
-            except Exception:  # a type with required arguments: the reducer gets None
-                current = None
+            except Exception:  # a type with required arguments: no default either
+                return new
         return reducer(current, new)
 
     merge.__name__ = getattr(reducer, "__name__", "reducer")

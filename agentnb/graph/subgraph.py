@@ -69,7 +69,9 @@ async def drive_child(
     spec = workflow.nodes[task.node]
     child_workflow = workflow._child(task.node)
     name = child_id(run_id, task, step)
-    start = _input(spec, state, task.payload)
+    # The child's input passes through the child's reducers, as any run's input does
+    # (LangGraph's subgraph: a custom reducer of the child sees ``default, input``).
+    start = child_workflow.first_state(_input(spec, state, task.payload))
     try:  # read off the loop; a new child's start (and its listeners) stays on it
         child = await workflow.checkpointer.offload(Run._attach, child_workflow, name)
     except RunNotFound:

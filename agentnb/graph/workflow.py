@@ -120,33 +120,30 @@ class Workflow(Drawable):
         """Each node's declaration index: the merge order of a superstep."""
         from agentnb.graph.superstep import Task
 
-        self.plain: Mapping[str, tuple[Task]] = {name: (Task(name, name),) for name in self.nodes}
-        """Each node's superstep when it runs alone (a linear run's): built once, not per step."""
-        self.appends = frozenset(k for k, r in self.reducers.items() if r is append)
+        # The driver's plan of this graph, built once (private: a Workflow's public
+        # attributes are the user's).
+        self._plain_tasks: Mapping[str, tuple[Task]] = {
+            name: (Task(name, name),) for name in self.nodes
+        }
+        """Each node's superstep when it runs alone (a linear run's)."""
+        self._appends = frozenset(k for k, r in self.reducers.items() if r is append)
         """The keys the ``append`` reducer merges."""
         self.nested = frozenset(n for n, spec in self.nodes.items() if spec.subgraph is not None)
-        self.direct = frozenset(
+        self._direct = frozenset(
             n for n, spec in self.nodes.items() if not spec.guarded and spec.subgraph is None
         )
         """Nodes the driver calls straight away: no timeout, retry, breaker or subgraph."""
-        self.plain_fns = {
-            n: spec.fn
-            for n, spec in self.nodes.items()
-            if n in self.direct and not spec.takes_ctx and not spec.is_async
-        }
-        """The direct nodes that are plain sync functions of the state: called right in the
-        driver's loop, without a coroutine of their own."""
         in_joins = {source for join in self.joins for source in join.sources}
         self.joined = frozenset(in_joins)
-        # The one node that follows each node whose way on needs no routing: no branch,
-        # no join, at most one plain edge. The driver's linear fast path reads it.
-        self.simple_next: Mapping[str, str] = {
+        self._simple_next: Mapping[str, str] = {
             name: (self.edges.get(name) or (END,))[0]
             for name in self.nodes
             if name not in self.branches
             and name not in in_joins
             and len(self.edges.get(name, ())) <= 1
         }
+        """The one node that follows each node whose way on needs no routing: no branch,
+        no join, at most one plain edge (a linear step skips the router)."""
         if checkpointer is None:
             from agentnb.store.memory import MemoryCheckpointer
 

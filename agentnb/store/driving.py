@@ -174,10 +174,6 @@ class Driving(ABC):
 
     # -- the async face: what the driver and the Worker await ------------------------------
 
-    packs_events: ClassVar[bool] = False
-    """Whether :meth:`commit` stores a step's events as one JSON array: then the driver
-    hands it ``agentnb.store.writes.StepCommit.events_json`` ready-made where it can."""
-
     blocking: ClassVar[bool] = True
     """Whether this store's sync methods may wait (on a disk, a lock held by another
     process, a network). Then the async twins run them in a worker thread and the event
@@ -186,9 +182,8 @@ class Driving(ABC):
 
     def direct(self) -> bool:
         """Whether :meth:`offload` calls a sync method on the caller's thread now (the
-        store never blocks, or a one-run sync call drives it). The driver then calls
-        :meth:`commit` itself when :meth:`acommit` is this default twin: no coroutines
-        to pass on every step. In the browser there is no thread to offload to."""
+        store never blocks, or a one-run sync call drives it). In the browser there is
+        no thread to offload to."""
         return not self.blocking or driving_alone() or not has_threads()
 
     async def offload(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

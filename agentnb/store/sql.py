@@ -73,7 +73,6 @@ class SqlCheckpointer(Checkpointer):
     and :class:`~agentnb.store.postgres.PostgresCheckpointer` are its backends."""
 
     dialect: ClassVar[Dialect]
-    packs_events = True  # a step's events are one JSON text in its entry row
     path: str
     _lock: threading.RLock
     _db: sqlite3.Connection

@@ -158,7 +158,7 @@ def entry(run_id: str, change: StepCommit, now: float) -> Entry:
     cp = change.checkpoint
     kind, body = (None, None) if cp is None else chains.row(cp)
     tasks = None if cp is None else cp.tasks_json
-    packed = change.events_json or pack(events)  # a linear step's come packed already
+    packed = pack(events)
     return (run_id, events[-1].seq, change.step, change.node, body, packed, now, tasks, kind)
 
 

@@ -64,11 +64,6 @@ class StepCommit:
     saved as pending approvals (a task already held keeps its row and its decision). The
     events of that superstep's pending writes are committed with it, so the writes keep
     only their deltas."""
-    events_json: str | None = None
-    """``events`` already encoded as the SQL stores pack them (a JSON array of
-    :func:`~agentnb.store.records.packed_event` rows), when the writer had them cheaply
-    (a linear step); a store that packs events (``Checkpointer.packs_events``) stores
-    this text instead of encoding them again."""
 
 
 @dataclass(frozen=True, slots=True)

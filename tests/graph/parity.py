@@ -61,6 +61,7 @@ class Spec:
     interrupts: tuple[str, ...]
     recursion_limit: int
     given: dict[str, Any] = field(default_factory=dict)
+    after: tuple[str, ...] = ()  # interrupt_after
 
 
 @dataclass
@@ -144,7 +145,11 @@ def run_langgraph(spec: Spec) -> Outcome:
     for router in spec.routers:
         targets = [END if o == END_NAME else o for o in router.options]
         g.add_conditional_edges(router.source, router_fn(router, Send), targets)
-    app = g.compile(checkpointer=InMemorySaver(), interrupt_before=list(spec.interrupts))
+    app = g.compile(
+        checkpointer=InMemorySaver(),
+        interrupt_before=list(spec.interrupts),
+        interrupt_after=list(spec.after),
+    )
     config: Any = {"recursion_limit": spec.recursion_limit, "configurable": {"thread_id": "t"}}
     steps: dict[int, list[str]] = defaultdict(list)
     outcome = Outcome(None, [], None, [], [])
@@ -157,7 +162,11 @@ def run_langgraph(spec: Spec) -> Outcome:
             snapshot = app.get_state(config)
             if not snapshot.next:
                 break
-            held = sorted(n for n in snapshot.next if n in spec.interrupts)
+            last = steps[max(steps)] if steps else []
+            if any(n in spec.after for n in last):  # after the superstep: its next tasks
+                held = ["after", *sorted(snapshot.next)]
+            else:
+                held = sorted(n for n in snapshot.next if n in spec.interrupts)
             outcome.pauses.append(held)
             outcome.pause_states.append((len(snapshot.next) == 1, dict(snapshot.values)))
             given = None
@@ -198,10 +207,13 @@ def build_agentnb(spec: Spec, *, native: bool) -> Any:
     if native:
         if spec.interrupts:
             g.add_interrupt_before(*spec.interrupts)
+        if spec.after:
+            g.add_interrupt_after(*spec.after)
         return g.compile(store, recursion_limit=spec.recursion_limit, max_steps=100_000)
     return g.compile(
         checkpointer=store,
         interrupt_before=list(spec.interrupts),
+        interrupt_after=list(spec.after),
         recursion_limit=spec.recursion_limit,
         max_steps=100_000,
     )
@@ -215,21 +227,26 @@ def run_agentnb(spec: Spec, *, native: bool = False) -> Outcome:
     try:
         wf = build_agentnb(spec, native=native)
         run = wf.start(dict(spec.given))
-        run.run()
-        for _ in range(20):
+        held: list[Any] = []
+        for attempt in range(20):  # as many drives as run_langgraph's streams
+            if attempt:  # approve the pause the last drive ended at
+                for task in held:
+                    run.approve(by="tester", task=task.task_id)
+                if not held:
+                    run.approve(by="tester")
+            run.run()
             if run.status != Status.PENDING:
                 break
             held = run.pending()
             if held:
                 outcome.pauses.append(sorted(t.node for t in held))
                 outcome.pause_states.append((False, dict(run.state)))
-                for task in held:
-                    run.approve(by="tester", task=task.task_id)
+            elif run.events[-1].payload.get("when") == "after":
+                outcome.pauses.append(["after", *sorted(_next_nodes(run))])
+                outcome.pause_states.append((_one_task(run), dict(run.state)))
             else:
                 outcome.pauses.append([run.node])
                 outcome.pause_states.append((_one_task(run), dict(run.state)))
-                run.approve(by="tester")
-            run.run()
         outcome.state = dict(run.state)
     except Exception as exc:
         outcome.error = _error_kind(exc)
@@ -240,6 +257,13 @@ def run_agentnb(spec: Spec, *, native: bool = False) -> Outcome:
                 steps[event.step].append(event.node)
         outcome.supersteps = [sorted(steps[s]) for s in sorted(steps)]
     return outcome
+
+
+def _next_nodes(run: Any) -> list[str]:
+    """The nodes of the superstep a run paused before (LangGraph's ``next``)."""
+    from agentnb.graph.superstep import plan
+
+    return [t.node for t in plan(run.workflow, run._frontier) if t.node != "__end__"]
 
 
 def _one_task(run: Any) -> bool:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.graph.parity import (
@@ -34,6 +34,13 @@ pytest.importorskip("langgraph", reason="the parity extra: pip install -e '.[par
 
 EXAMPLES = int(os.environ.get("AGENTNB_PARITY_EXAMPLES", "300"))
 
+SECONDS_PER_EXAMPLE = 1.0
+"""The time budget of one generated graph (both libraries, shrinking included), several
+times what one takes on a loaded machine: the whole run's pytest timeout scales with it.
+(Cut by the fixed 300 s timeout, a run of 2,000 stopped inside LangGraph's stream, whose
+thread pool then logged "cannot schedule new futures after shutdown", and Hypothesis
+reported the cut run as a flaky failure.)"""
+
 DELIBERATE = {
     "held alone": (
         "An interrupt before a node of a parallel superstep holds that task only; the "
@@ -46,6 +53,72 @@ TALLY: Counter[str] = Counter()
 """graphs, agreed, native (built both ways) and each deliberate difference met."""
 
 NAMES = ["k", "b", "q", "a", "m", "z", "c", "p", "e", "y", "d", "x"]
+
+
+def _nodes(*specs: tuple[str, int, bool, bool, bool]) -> tuple[NodeSpec, ...]:
+    return tuple(NodeSpec(*spec) for spec in specs)
+
+
+RESUMED_20_TIMES = Spec(
+    _nodes(
+        ("k", 0, True, True, True),
+        ("p", 0, True, True, True),
+        ("q", 0, False, False, True),
+        ("b", 0, False, True, True),
+        ("e", 0, False, False, True),
+    ),
+    "k",
+    (("e", "q"), ("p", "q"), ("b", END_NAME)),
+    ((("e", "k"), "p"),),
+    (RouterSpec("k", "one", ("e",)), RouterSpec("q", "one", ("b", "k"))),
+    ("k", "q"),
+    8,
+    {"total": 1, "x": 9, "seen": ["in"], "log": ["in"]},
+)
+"""Paused 20 times: the harness drives each library as often (found by ``make parity``)."""
+
+AFTER_THE_LAST_NODE = Spec(
+    _nodes(("a", 1, False, False, False), ("y", 0, False, True, False)),
+    "a",
+    (("a", "y"), ("y", END_NAME)),
+    (),
+    (),
+    (),
+    7,
+    {},
+    ("y",),
+)
+"""An interrupt after a node the run ends with: no pause (nothing is next)."""
+
+AFTER_AT_THE_LIMIT = Spec(
+    _nodes(
+        ("z", 0, False, True, False), ("m", 0, True, False, False), ("k", 0, False, False, True)
+    ),
+    "z",
+    (("z", "k"), ("z", "m"), ("m", END_NAME), ("k", END_NAME)),
+    (),
+    (),
+    (),
+    2,
+    {},
+    ("m",),
+)
+"""An interrupt after a superstep at the recursion limit pauses before the limit fails
+the next one (LangGraph's after_tick comes before the next tick's check)."""
+
+APPROVED_AFTER_BEFORE_SENDS = Spec(
+    _nodes(("k", 0, True, False, True), ("y", 0, False, False, True), ("x", 0, True, True, True)),
+    "k",
+    (("k", "y"), ("x", END_NAME)),
+    (),
+    (RouterSpec("y", "send", ("x",)),),
+    ("k", "x"),
+    2,
+    {},
+    ("y",),
+)
+"""Approved after ``y``, the next superstep (Sends to ``x``, an interrupt before it) runs
+whole: LangGraph's pause after ``y`` was that superstep's (found by ``make parity``)."""
 
 
 @st.composite
@@ -117,6 +190,9 @@ def specs(draw: st.DrawFn) -> Spec:
     interrupts = tuple(sorted(draw(st.lists(st.sampled_from(names), max_size=2, unique=True))))
     if draw(st.integers(0, 2)):
         interrupts = ()
+    after = tuple(sorted(draw(st.lists(st.sampled_from(names), max_size=2, unique=True))))
+    if draw(st.integers(0, 2)):
+        after = ()
     given_state = draw(
         st.fixed_dictionaries(
             {},
@@ -137,6 +213,7 @@ def specs(draw: st.DrawFn) -> Spec:
         interrupts,
         draw(st.integers(2, 14)),
         given_state,
+        after,
     )
 
 
@@ -165,6 +242,7 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(max(300, EXAMPLES * SECONDS_PER_EXAMPLE))
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -173,6 +251,10 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
     database=None,
 )
 @given(spec=specs(), native=st.integers(0, 3))
+@example(spec=RESUMED_20_TIMES, native=1)
+@example(spec=AFTER_THE_LAST_NODE, native=0)
+@example(spec=AFTER_AT_THE_LIMIT, native=0)
+@example(spec=APPROVED_AFTER_BEFORE_SENDS, native=0)
 def test_a_generated_graph_gives_langgraphs_answer(spec: Spec, native: int) -> None:
     lg = run_langgraph(spec)
     ours = run_agentnb(spec)
@@ -189,6 +271,13 @@ def test_a_generated_graph_gives_langgraphs_answer(spec: Spec, native: int) -> N
         TALLY["native"] += 1
         assert run_agentnb(spec, native=True).compared() == ours.compared(), spec
     assert why in (None, *DELIBERATE), (spec, lg, ours)
+
+
+def test_the_differential_runs_timeout_grows_with_its_examples() -> None:
+    marks = getattr(test_a_generated_graph_gives_langgraphs_answer, "pytestmark", [])
+    timeouts = [m.args[0] for m in marks if m.name == "timeout"]
+    assert timeouts
+    assert timeouts[0] >= EXAMPLES * SECONDS_PER_EXAMPLE
 
 
 def summary() -> str:

@@ -193,3 +193,50 @@ def test_a_single_send_stored_before_the_semantics_keeps_its_meaning(tmp_path: A
         old = g.compile(store).attach(run.run_id)
         old.run()  # its payload was laid over the state then: so it is now
         assert (old.status, old.state["total"]) == (Status.COMPLETED, 8)
+
+
+calls: list[tuple[Any, Any]] = []
+
+
+def joined(current: Any, new: Any) -> Any:
+    calls.append((current, new))
+    return [*current, *new]
+
+
+class Loose(TypedDict, total=False):
+    anything: Annotated[Any, joined]  # Any() cannot be built: no default
+    maybe: Annotated[list[str] | None, joined]
+
+
+def test_a_reducer_key_without_a_default_takes_its_first_write_as_it_is() -> None:
+    calls.clear()
+    seen: list[dict[str, Any]] = []
+    g = StateGraph(Loose).add_node(
+        "a", lambda s: seen.append(dict(s)) or {"anything": ["a"], "maybe": ["m"]}
+    )
+    g.add_node("b", lambda s: {"anything": ["b"]})
+    g.set_entry_point("a").add_edge("a", "b")
+    run = g.compile().invoke({})
+    assert seen == [{}]  # unset, not None
+    assert run.state == {"anything": ["a", "b"], "maybe": ["m"]}
+    assert calls == [(["a"], ["b"])]  # the first write was not reduced with None
+
+
+class Child(TypedDict, total=False):
+    tags: Annotated[list[str], tagged]
+    total: Annotated[int, operator.add]
+    x: int
+
+
+def test_a_subgraphs_input_passes_through_the_childs_reducers() -> None:
+    seen: list[dict[str, Any]] = []
+    child = StateGraph(Child).add_node("inner", lambda s: seen.append(dict(s)) or {"x": 1})
+    child.set_entry_point("inner")
+    g = StateGraph(State).add_node("first", lambda s: {"tags": ["a"], "total": 2})
+    g.add_node("sub", child).set_entry_point("first").add_edge("first", "sub")
+    run = g.compile().invoke({"tags": ["in"]})
+    # LangGraph 1.2.24 gives the child the same tags and total (and no log): the
+    # parent's own tagged reducer marked them once, the child's input reducer again.
+    assert seen == [{"tags": ["in!!", "a!!"], "total": 2, "log": []}]  # (keys: not enforced)
+    # The parent gets the keys the child changed, set as they are (README: not aliased).
+    assert run.state == {"log": [], "total": 2, "tags": ["in!", "a!"], "x": 1}
