@@ -8,7 +8,7 @@ Statecharts (:class:`~agentnb.Statechart` with :class:`~agentnb.State`,
 :class:`~agentnb.Parallel`, :class:`~agentnb.Final`, :class:`~agentnb.History`; or
 :func:`~agentnb.load_scxml`, :func:`~agentnb.load_statechart`, :func:`~agentnb.load_xstate`)
 run with the W3C SCXML semantics. A flat machine is a statechart without nesting: it compiles
-onto the same interpreter (:mod:`agentnb.fsm.flat`), and every instance is one class,
+onto the same interpreter (``agentnb.fsm.flat``), and every instance is one class,
 :class:`MachineInstance` (``ChartInstance`` is the same class), kept in one store format,
 with delayed events as durable timers in the store.
 

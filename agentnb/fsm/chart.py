@@ -285,7 +285,7 @@ class Statechart(Drawable):
     def awaits(self) -> bool:
         """Whether a guard or action is async: then an instance's events run the
         interpreter in a worker thread and await those on the caller's loop
-        (:func:`agentnb._aio.run_threaded`)."""
+        (``agentnb._aio.run_threaded``)."""
         for node in self.nodes.values():
             blocks = [*node.onentry, *node.onexit, *(t.content for t in node.transitions)]
             if any(_awaits(item) for block in blocks for item in block):

@@ -1,7 +1,7 @@
 """Running machines: one instance class for flat machines and statecharts alike.
 
 A :class:`~agentnb.fsm.machine.StateMachine` runs as the statechart it compiles to
-(:mod:`agentnb.fsm.flat`), so every instance is a :class:`MachineInstance` driven by the
+(``agentnb.fsm.flat``), so every instance is a :class:`MachineInstance` driven by the
 W3C SCXML interpreter (:mod:`agentnb.fsm.interpreter`), and every store keeps one format:
 the snapshot (state, context, and the session as JSON: configuration, history values ...),
 one record per processed event, and the durable timers.
@@ -164,7 +164,7 @@ class MachineInstance(Drawable, MachineViewable):
     @property
     def chart(self) -> Statechart:
         """The statechart this instance runs: the definition itself, or the one a flat
-        machine compiles to (:mod:`agentnb.fsm.flat`)."""
+        machine compiles to (``agentnb.fsm.flat``)."""
         return self._chart
 
     @property

@@ -4,7 +4,7 @@ A :class:`StateMachine` is a definition, not a running thing: it says which stat
 which event moves which state where, under which guard, and what runs on the way. Running
 instances (:meth:`StateMachine.start`) keep their own state and *context*: the state is just
 the node; the data lives in the context, a JSON dict kept beside it. A frozen machine
-compiles to the statechart it is (:attr:`StateMachine.chart`, :mod:`agentnb.fsm.flat`), and
+compiles to the statechart it is (:attr:`StateMachine.chart`, ``agentnb.fsm.flat``), and
 its instances run on the one statechart interpreter.
 
 Example:
@@ -349,7 +349,7 @@ class StateMachine(Drawable):
 
     @property
     def chart(self) -> Statechart:
-        """The statechart this machine runs as (:mod:`agentnb.fsm.flat`); freezes it."""
+        """The statechart this machine runs as (``agentnb.fsm.flat``); freezes it."""
         self.freeze()
         return self._chart
 

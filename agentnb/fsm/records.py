@@ -79,7 +79,7 @@ class InstanceSnapshot:
     seq: int
     chart: dict[str, Any]
     """The interpreter's session besides the context (JSON: the configuration, history
-    values ...; :mod:`agentnb.fsm.session_state`), for a flat machine's instance too."""
+    values ...; ``agentnb.fsm.session_state``), for a flat machine's instance too."""
 
     @classmethod
     def from_row(cls, instance_id: str, row: tuple[str, str, str, int, str]) -> InstanceSnapshot:
