@@ -84,10 +84,12 @@ lint: $(VENV)/.dev
 
 # The browser tests run in a pytest process of their own: Playwright's sync API drives its
 # own event loop in the main thread, which earlier tests' asyncio runners must not share.
+# Each worker has its own JupyterLab; a module's tests stay on one worker (--dist loadfile:
+# they share its page).
 # The lite site's tests (marked lite) run in make lite-check, which builds the site first.
 unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -m "not browser and not lite" -n $(JOBS) --durations=20
-	$(PY) -m pytest -m "browser and not lite"
+	$(PY) -m pytest -m "browser and not lite" -n $(JOBS) --dist loadfile
 
 # The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
 # the same ones every time); it prints the agreement figure.
