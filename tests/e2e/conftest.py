@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
-from lab_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Browser, Lab, start_lab
+from lab_support import CHROMIUM, Browser, Lab, launch_browser, start_lab
 
 MISSING_BROWSER = (
     f"BROWSER TESTS NOT RUN: {CHROMIUM} is missing. Install it with "
@@ -52,19 +52,5 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 # marked as running in this thread, and any later test calling asyncio.run() would fail.
 @pytest.fixture(scope="module")
 def browser(lab: Lab) -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    playwright = sync_playwright().start()
-    try:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-        guard = Browser(playwright, chromium, context)
-        context.route("**/*", guard._route)
+    with launch_browser() as guard:
         yield guard
-        context.close()
-        chromium.close()
-    finally:
-        playwright.stop()

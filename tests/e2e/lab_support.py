@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,6 +261,28 @@ class Browser:
             route.continue_()
         else:
             route.abort()
+
+
+@contextlib.contextmanager
+def launch_browser() -> Iterator[Browser]:
+    """Debian's headless Chromium through Playwright's bundled driver (nothing downloaded),
+    every request it makes checked by :class:`Browser`; closed after the block."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+        guard = Browser(playwright, chromium, context)
+        context.route("**/*", guard._route)
+        yield guard
+        context.close()
+        chromium.close()
+    finally:
+        playwright.stop()
 
 
 def open_notebook(page: Any, lab: Lab, name: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from lab_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Browser, wait_for
+from lab_support import ARTIFACTS, CHROMIUM, Browser, launch_browser, wait_for
 
 SITE = Path(__file__).parents[2] / "docs" / "_build" / "lite"
 NOTEBOOK = "01-quickstart.ipynb"
@@ -54,22 +54,8 @@ def site_url() -> Iterator[str]:
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    playwright = sync_playwright().start()
-    try:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-        guard = Browser(playwright, chromium, context)
-        context.route("**/*", guard._route)
+    with launch_browser() as guard:
         yield guard
-        context.close()
-        chromium.close()
-    finally:
-        playwright.stop()
 
 
 def run_all(page: Any, cells: int) -> None:
