@@ -128,7 +128,7 @@ def _plain_summary(app, what, name, obj, options, lines):  # type: ignore[no-unt
 # as an annotation or a docstring says it); the site documents it at its public home
 # (``agentnb.fsm.MachineStore``). The reference is resolved there: the same object, found
 # by identity, never by a name that merely looks alike.
-_PUBLIC_MODULES = [
+PUBLIC_MODULES = [  # the API pages' modules; tests/test_docstrings.py reads it too
     "agentnb",
     "agentnb.graph",
     "agentnb.store",
@@ -142,7 +142,7 @@ _PUBLIC_MODULES = [
     "agentnb.metrics",
 ]
 _HOME: dict[int, str] = {}
-for _module_name in _PUBLIC_MODULES:
+for _module_name in PUBLIC_MODULES:
     _module = importlib.import_module(_module_name)
     for _name in _module.__all__:
         _object = getattr(_module, _name)

@@ -1,9 +1,10 @@
 """Every public name has an example in its docstring, and the examples run.
 
-The public names are those in ``__all__`` of each module below (what the API reference
-pages document). The examples are what a student reads first, so each one runs here,
-cheaper than Sphinx's doctest builder (no second build of the site): the same docstrings,
-run with the standard doctest runner in a fresh directory (an example may write a file).
+The public names are those in ``__all__`` of each module the API reference pages document
+(``PUBLIC_MODULES`` in docs/conf.py). The examples are what a student reads first, so each
+runs here, cheaper than Sphinx's doctest builder (no second build of the site): the same
+docstrings, run with the standard doctest runner in a fresh directory (an example may
+write a file).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import runpy
 from pathlib import Path
 
 import pytest
@@ -18,19 +20,10 @@ import pytest
 import agentnb
 from agentnb.teach import registry as exercise_registry
 
-PUBLIC_MODULES = [
-    "agentnb",
-    "agentnb.graph",
-    "agentnb.store",
-    "agentnb.fsm",
-    "agentnb.errors",
-    "agentnb.render",
-    "agentnb.teach",
-    "agentnb.examples",
-    "agentnb.testing",
-    "agentnb.widgets",
-    "agentnb.metrics",
-]
+ROOT = Path(__file__).parents[1]
+
+PUBLIC_MODULES: list[str] = runpy.run_path(str(ROOT / "docs" / "conf.py"))["PUBLIC_MODULES"]
+"""The modules the API reference pages document (one list: the site's)."""
 
 # Examples that cannot run here are marked ``# doctest: +SKIP``; a name whose examples are
 # all skipped is listed with the reason. Nothing else may skip its whole example.
