@@ -123,6 +123,19 @@ def readable(value: Any) -> Any:
     return repr(value)
 
 
+def _question(found: Any, at: str | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The ``interrupted`` event's payload for LangGraph's interrupt ``found``, asked at
+    checkpoint ``at`` with the thread's state ``values``."""
+    return {
+        "when": "input",
+        "question": _interrupt_text(found.value),
+        "value": readable(found.value),
+        "task": found.id,
+        "digest": at,
+        "state": values,
+    }
+
+
 def _interrupt_text(value: Any) -> dict[str, Any]:
     """An ``interrupt(value)`` as the panel's question: its text, and a schema if it has one."""
     if isinstance(value, str):
@@ -479,14 +492,7 @@ class LangGraphRun(Run):
                 record.step,
                 EventType.INTERRUPTED,
                 task.name,
-                {
-                    "when": "input",
-                    "question": _interrupt_text(found.value),
-                    "value": readable(found.value),
-                    "task": found.id,
-                    "digest": at,
-                    "state": values,
-                },
+                _question(found, at, values),
                 time.time(),
             )
             for k, (task, found) in enumerate(new)
@@ -571,14 +577,7 @@ class LangGraphRun(Run):
                 add(
                     EventType.INTERRUPTED,
                     task.name,
-                    {
-                        "when": "input",
-                        "question": _interrupt_text(found.value),
-                        "value": readable(found.value),
-                        "task": found.id,
-                        "digest": at,
-                        "state": values,
-                    },
+                    _question(found, at, values),
                 )
                 node = task.name
         elif self._passing:
