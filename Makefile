@@ -16,7 +16,7 @@ ROOT   := $(shell id -u)
 # and kernels, so two workers on two cores finish in about 60% of one worker's time.
 JOBS   ?= 2
 
-.PHONY: demo test check docs lite lite-check lint unit parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
+.PHONY: demo test check docs lite lite-check lint unit suite parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,14 +82,12 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check agentnb tests bench
 	$(VENV)/bin/mypy agentnb
 
-# The browser tests run in a pytest process of their own: Playwright's sync API drives its
-# own event loop in the main thread, which earlier tests' asyncio runners must not share.
-# Each worker has its own JupyterLab; a module's tests stay on one worker (--dist loadfile:
-# they share its page).
-# The lite site's tests (marked lite) run in make lite-check, which builds the site first.
+# The tests, browser tests included (marked browser: they need /usr/bin/chromium). A
+# browser module's tests stay on one worker (--dist loadgroup; tests/conftest.py groups them):
+# they share its page. The lite site's tests (marked lite) run in make lite-check, which
+# builds the site first.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not browser and not lite" -n $(JOBS) --durations=20
-	$(PY) -m pytest -m "browser and not lite" -n $(JOBS) --dist loadfile
+	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadgroup --durations=20
 
 # The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
 # the same ones every time); it prints the agreement figure.
@@ -97,21 +95,30 @@ parity: $(VENV)/.dev
 	AGENTNB_PARITY_EXAMPLES=5000 $(PY) -m pytest -p no:cacheprovider -q tests/graph/test_langgraph_parity.py
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
-# worked solutions too, so every exercise's check is seen passing. No kernel may reach the
-# network (tests/offline.py fails a cell whose code tried, even if it caught the error). Notebook 08 starts a
-# throwaway PostgreSQL server (unless AGENTNB_POSTGRES_DSN names one): postgres-server.
+# worked solutions too, so every exercise's check is seen passing. Each notebook runs on one
+# worker (its cells in order, in one kernel). No kernel may reach the network
+# (tests/offline.py fails a cell whose code tried, even if it caught the error). Notebook 08
+# starts a throwaway PostgreSQL server (unless AGENTNB_POSTGRES_DSN names one): postgres-server.
+NBVAL     := -p tests.offline --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+NOTEBOOKS := notebooks/*.ipynb notebooks/solutions/*.ipynb
 nbval: $(VENV)/.dev system-deps postgres-server
-	$(PY) -m pytest -p no:cacheprovider -n $(JOBS) --dist loadfile -p tests.offline \
-	  --nbval --nbval-sanitize-with notebooks/sanitize.cfg \
-	  notebooks/*.ipynb notebooks/solutions/*.ipynb
+	$(PY) -m pytest -p no:cacheprovider -n $(JOBS) --dist loadgroup $(NBVAL) $(NOTEBOOKS)
+
+# make test runs unit and nbval as one pytest session: the workers stay busy to the end
+# instead of each session waiting for its last long test, and the notebooks' kernels and
+# the browser's pages, which wait on other processes, overlap the CPU-bound tests. The
+# browser tests' own notebooks (tests/e2e/notebooks) are their data, not course notebooks.
+suite: $(VENV)/.dev test-system-deps
+	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadgroup --durations=20 $(NBVAL) \
+	  --ignore=tests/e2e/notebooks tests $(NOTEBOOKS)
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).
 notebooks: $(VENV)/.dev system-deps postgres-server
 	$(PY) notebooks/regenerate.py
 
-# 4 workers, an approver and a CLI poller on one SQLite file for about a minute; exits 1 on
+# 4 workers, an approver and a CLI poller on one SQLite file for about 30 s; exits 1 on
 # any broken invariant. The full soak: make soak SOAK="--runs 5000".
-SOAK ?= --minutes 1
+SOAK ?= --minutes 0.5
 soak: $(VENV)/.dev
 	$(PY) bench/soak.py $(SOAK)
 
@@ -136,7 +143,7 @@ lite-check: lite $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser"
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser"
 
-test: lint docs unit nbval soak
+test: lint docs suite soak
 
 # The fast inner loop (make test is the whole check): lint and types, then the tests marked
 # neither slow (processes, kernels) nor browser, on the in-process backends only: the

@@ -40,16 +40,23 @@ def records_are_values() -> Iterator[None]:
         yield
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that needs the PostgreSQL server ``postgres``: it asks for the server
     (``pg_dsn``, ``pg_cluster``, ``dsn``) or is a PostgreSQL variant of a backend-parametrized
-    test. ``make check`` leaves them out; ``make test`` runs them."""
+    test. ``make check`` leaves them out; ``make test`` runs them.
+
+    And keep on one worker what must run together under ``--dist loadgroup``: a notebook's
+    cells (nbval runs them in order in one kernel) and a browser module's tests (they share
+    its page and its Chromium)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         variants = callspec.params.values() if callspec else ()
         asks = {"pg_dsn", "pg_cluster", "dsn"} & set(getattr(item, "fixturenames", ()))
         if asks or any(isinstance(v, str) and v.startswith("postgres") for v in variants):
             item.add_marker(pytest.mark.postgres)
+        if item.path.suffix == ".ipynb" or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
 
 
 @pytest.fixture(autouse=True)
