@@ -8,18 +8,38 @@ build it with the same LangGraph spelling (``StateGraph(TypedDict)`` with ``Anno
 reducers, ``add_edge``, ``add_conditional_edges``, ``Send``, ``compile(checkpointer=...,
 interrupt_before=...)``); ``native=True`` builds it with agentnb's own spellings instead.
 Each returns an :class:`Outcome`: the final state, the nodes of each superstep, the error's
-class (as a kind both libraries share) and the pauses.
+class (as a kind both libraries share) and the pauses. :func:`explained` names the
+deliberate difference (``DELIBERATE``) that accounts for a disagreement; ``TALLY`` counts
+the graphs compared in this process and :func:`summary` words the figure.
 """
 
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 END_NAME = "__end__"
+
+DRIVES = 20
+"""How many times the harness drives each library (a stream, or a ``run()`` after the
+approval of the last pause): a graph that pauses on every superstep of a loop stops here,
+unfinished, in both."""
+
+DELIBERATE = {
+    "held alone": (
+        "An interrupt before a node of a parallel superstep holds that task only; the "
+        "superstep's other tasks run before the pause"
+    ),
+}
+"""Each kept difference, keyed as the tally counts it, with the README's sentence."""
+
+TALLY: Counter[str] = Counter()
+"""This process's graphs, agreed, native (built both ways), native ones that differed,
+unexplained and each deliberate difference met (pytest-xdist workers send theirs to the
+controller: tests/conftest.py)."""
 
 
 def marked(current: list[str], new: list[str]) -> list[str]:
@@ -155,7 +175,7 @@ def run_langgraph(spec: Spec) -> Outcome:
     outcome = Outcome(None, [], None, [], [])
     given: Any = dict(spec.given)
     try:
-        for _ in range(20):
+        for _ in range(DRIVES):
             for mode, chunk in app.stream(given, config, stream_mode=["debug", "values"]):
                 if mode == "debug" and chunk["type"] == "task":
                     steps[chunk["step"]].append(chunk["payload"]["name"])
@@ -228,7 +248,7 @@ def run_agentnb(spec: Spec, *, native: bool = False) -> Outcome:
         wf = build_agentnb(spec, native=native)
         run = wf.start(dict(spec.given))
         held: list[Any] = []
-        for attempt in range(20):  # as many drives as run_langgraph's streams
+        for attempt in range(DRIVES):  # as many drives as run_langgraph's streams
             if attempt:  # approve the pause the last drive ended at
                 for task in held:
                     run.approve(by="tester", task=task.task_id)
@@ -271,3 +291,40 @@ def _one_task(run: Any) -> bool:
     from agentnb.graph.superstep import plan
 
     return len(plan(run.workflow, run._frontier)) == 1
+
+
+def explained(lg: Outcome, ours: Outcome) -> str | None:
+    """The deliberate difference that accounts for a disagreement, if one does.
+
+    "held alone": LangGraph paused a whole superstep for an interrupt, agentnb ran its
+    other tasks first (holding the interrupted one), and one of them failed the run. So
+    the same error ends both, agentnb without that pause, and the superstep lacks the held
+    tasks, which never ran.
+    """
+    if lg.compared() == ours.compared():
+        return None
+    multi = [i for i, (one, _) in enumerate(lg.pause_states) if not one]
+    if (
+        multi
+        and ours.error is not None
+        and ours.error == lg.error
+        and ours.pauses == lg.pauses[: len(ours.pauses)]
+        and len(ours.pauses) in multi
+        and ours.supersteps[:-1] == lg.supersteps[: len(ours.supersteps) - 1]
+        and not Counter(ours.supersteps[-1]) - Counter(lg.supersteps[len(ours.supersteps) - 1])
+    ):
+        return "held alone"
+    return "unexplained"
+
+
+def summary(tally: Counter[str]) -> str:
+    """The agreement figure, as the test session prints it."""
+    graphs, agreed, native = tally["graphs"], tally["agreed"], tally["native"]
+    kept = ", ".join(f"{tally[k]} {k!r}" for k in DELIBERATE)
+    same = "each the same" if not tally["native differs"] else f"{tally['native differs']} not"
+    return (
+        f"LangGraph parity: {agreed} of {graphs} generated graphs give LangGraph's answer "
+        f"(final state, supersteps, errors, pauses), the others differ only as listed; "
+        f"{native} also built with agentnb's own spellings, {same}; "
+        f"deliberate differences met: {kept}; unexplained: {tally['unexplained']}"
+    )
