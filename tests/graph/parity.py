@@ -91,6 +91,7 @@ class Outcome:
     error: str | None
     pauses: list[list[str]]
     pause_states: list[tuple[bool, dict[str, Any]]]  # (one task paused, the state there)
+    waiting: list[str] = field(default_factory=list)  # the last pause's next tasks (LangGraph)
 
     def compared(self) -> tuple[Any, ...]:
         """What must agree: the state, the supersteps, the error, the pauses and the state
@@ -189,6 +190,7 @@ def run_langgraph(spec: Spec) -> Outcome:
                 held = sorted(n for n in snapshot.next if n in spec.interrupts)
             outcome.pauses.append(held)
             outcome.pause_states.append((len(snapshot.next) == 1, dict(snapshot.values)))
+            outcome.waiting = sorted(snapshot.next)
             given = None
         outcome.state = dict(app.get_state(config).values)
     except Exception as exc:
@@ -297,9 +299,11 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
     """The deliberate difference that accounts for a disagreement, if one does.
 
     "held alone": LangGraph paused a whole superstep for an interrupt, agentnb ran its
-    other tasks first (holding the interrupted one), and one of them failed the run. So
+    other tasks first (holding the interrupted one). Either one of them failed the run, so
     the same error ends both, agentnb without that pause, and the superstep lacks the held
-    tasks, which never ran.
+    tasks, which never ran; or the harness's drives ran out at that pause, so both runs are
+    unfinished there with the same state and pauses, and agentnb's runs show one more,
+    partial superstep: some of LangGraph's next tasks, none that was held.
     """
     if lg.compared() == ours.compared():
         return None
@@ -312,6 +316,19 @@ def explained(lg: Outcome, ours: Outcome) -> str | None:
         and len(ours.pauses) in multi
         and ours.supersteps[:-1] == lg.supersteps[: len(ours.supersteps) - 1]
         and not Counter(ours.supersteps[-1]) - Counter(lg.supersteps[len(ours.supersteps) - 1])
+    ):
+        return "held alone"
+    ran_beside_the_held = Counter(lg.waiting) - Counter(lg.pauses[-1] if lg.pauses else ())
+    if (
+        multi
+        and multi[-1] == DRIVES - 1
+        and lg.error is None
+        and ours.error is None
+        and lg.state == ours.state
+        and lg.pauses == ours.pauses
+        and lg.compared()[-1] == ours.compared()[-1]  # the state at each single pause
+        and ours.supersteps[:-1] == lg.supersteps
+        and not Counter(ours.supersteps[-1]) - ran_beside_the_held
     ):
         return "held alone"
     return "unexplained"

@@ -121,6 +121,19 @@ APPROVED_AFTER_BEFORE_SENDS = Spec(
 """Approved after ``y``, the next superstep (Sends to ``x``, an interrupt before it) runs
 whole: LangGraph's pause after ``y`` was that superstep's (found by ``make parity``)."""
 
+HELD_UNTIL_THE_DRIVES_RAN_OUT = Spec(
+    _nodes(("k", 0, False, False, False), ("b", 0, False, False, False)),
+    "k",
+    (("k", "k"), ("k", "b"), ("b", END_NAME)),
+    (),
+    (),
+    ("b",),
+    5,
+)
+"""``k`` loops to itself and to ``b``, which an interrupt holds: every superstep from the
+second pauses, until the harness's drives run out with both runs unfinished (make parity
+met it in five larger forms)."""
+
 
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
@@ -284,6 +297,18 @@ FOUND = {
 def test_a_graph_make_parity_found_gives_langgraphs_answer(name: str) -> None:
     spec, native = FOUND[name]
     assert compare(spec, native) is None
+
+
+def test_drives_running_out_at_a_held_parallel_pause_differ_only_as_held_alone() -> None:
+    lg, ours = (
+        run_langgraph(HELD_UNTIL_THE_DRIVES_RAN_OUT),
+        run_agentnb(HELD_UNTIL_THE_DRIVES_RAN_OUT),
+    )
+    assert ours.supersteps == [*lg.supersteps, ["k"]]  # k ran beside the held b
+    assert (ours.state, ours.pauses) == (lg.state, lg.pauses)
+    assert explained(lg, ours) == "held alone"
+    ours.supersteps[-1] = ["b", "k"]  # a held task that ran is not explained
+    assert explained(lg, ours) == "unexplained"
 
 
 def test_every_shards_timeout_covers_its_examples() -> None:
