@@ -88,10 +88,12 @@ lint: $(VENV)/.dev
 unit: $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadfile --durations=20
 
-# The differential suite against LangGraph on 5,000 random graphs (make test runs 300,
-# the same ones every time); it prints the agreement figure.
+# The differential suite against LangGraph on 5,000 generated graphs (make test runs 300);
+# it prints the agreement figure. The graphs are 20 test items of 250, each with its own
+# seed, spread over the workers; AGENTNB_PARITY_SEED=N draws another 5,000.
 parity: $(VENV)/.dev
-	AGENTNB_PARITY_EXAMPLES=5000 $(PY) -m pytest -p no:cacheprovider -q tests/graph/test_langgraph_parity.py
+	AGENTNB_PARITY_EXAMPLES=5000 $(PY) -m pytest -p no:cacheprovider -q -n $(JOBS) \
+	  --durations=5 tests/graph/test_langgraph_parity.py
 
 # The notebooks' committed outputs, compared after sanitising ids, times and paths; the
 # worked solutions too, so every exercise's check is seen passing. Each notebook runs on one

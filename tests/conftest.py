@@ -7,6 +7,7 @@ import contextvars
 import functools
 import itertools
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -226,10 +227,35 @@ def drive(request: pytest.FixtureRequest) -> Driver:
     return Driver(request.param)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The differential suite's agreement figure, when it ran (see test_langgraph_parity)."""
+WORKERS_PARITY: Counter[str] = Counter()
+"""The differential suite's tallies sent by pytest-xdist workers, summed (controller side)."""
+
+
+def _parity_tally() -> Counter[str] | None:
+    """This process's differential-suite tally, when the suite ran here."""
     import sys
 
-    for name, module in list(sys.modules.items()):
-        if name.endswith("test_langgraph_parity") and module.TALLY["graphs"]:
-            terminalreporter.write_line(module.summary())
+    module = sys.modules.get("tests.graph.parity")
+    return module.TALLY if module is not None and module.TALLY["graphs"] else None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A pytest-xdist worker sends its tally to the controller, which prints the figure."""
+    tally = _parity_tally()
+    if tally is not None and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["parity"] = dict(tally)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    WORKERS_PARITY.update(getattr(node, "workeroutput", {}).get("parity", {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The differential suite's agreement figure, when it ran (see test_langgraph_parity):
+    this process's tally, or the sum of the workers'."""
+    tally = _parity_tally() or WORKERS_PARITY
+    if tally["graphs"]:
+        from tests.graph.parity import summary
+
+        terminalreporter.write_line(summary(tally))

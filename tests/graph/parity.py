@@ -8,18 +8,38 @@ build it with the same LangGraph spelling (``StateGraph(TypedDict)`` with ``Anno
 reducers, ``add_edge``, ``add_conditional_edges``, ``Send``, ``compile(checkpointer=...,
 interrupt_before=...)``); ``native=True`` builds it with agentnb's own spellings instead.
 Each returns an :class:`Outcome`: the final state, the nodes of each superstep, the error's
-class (as a kind both libraries share) and the pauses.
+class (as a kind both libraries share) and the pauses. :func:`explained` names the
+deliberate difference (``DELIBERATE``) that accounts for a disagreement; ``TALLY`` counts
+the graphs compared in this process and :func:`summary` words the figure.
 """
 
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 END_NAME = "__end__"
+
+DRIVES = 20
+"""How many times the harness drives each library (a stream, or a ``run()`` after the
+approval of the last pause): a graph that pauses on every superstep of a loop stops here,
+unfinished, in both."""
+
+DELIBERATE = {
+    "held alone": (
+        "An interrupt before a node of a parallel superstep holds that task only; the "
+        "superstep's other tasks run before the pause"
+    ),
+}
+"""Each kept difference, keyed as the tally counts it, with the README's sentence."""
+
+TALLY: Counter[str] = Counter()
+"""This process's graphs, agreed, native (built both ways), native ones that differed,
+unexplained and each deliberate difference met (pytest-xdist workers send theirs to the
+controller: tests/conftest.py)."""
 
 
 def marked(current: list[str], new: list[str]) -> list[str]:
@@ -71,6 +91,7 @@ class Outcome:
     error: str | None
     pauses: list[list[str]]
     pause_states: list[tuple[bool, dict[str, Any]]]  # (one task paused, the state there)
+    waiting: list[str] = field(default_factory=list)  # the last pause's next tasks (LangGraph)
 
     def compared(self) -> tuple[Any, ...]:
         """What must agree: the state, the supersteps, the error, the pauses and the state
@@ -155,7 +176,7 @@ def run_langgraph(spec: Spec) -> Outcome:
     outcome = Outcome(None, [], None, [], [])
     given: Any = dict(spec.given)
     try:
-        for _ in range(20):
+        for _ in range(DRIVES):
             for mode, chunk in app.stream(given, config, stream_mode=["debug", "values"]):
                 if mode == "debug" and chunk["type"] == "task":
                     steps[chunk["step"]].append(chunk["payload"]["name"])
@@ -169,6 +190,7 @@ def run_langgraph(spec: Spec) -> Outcome:
                 held = sorted(n for n in snapshot.next if n in spec.interrupts)
             outcome.pauses.append(held)
             outcome.pause_states.append((len(snapshot.next) == 1, dict(snapshot.values)))
+            outcome.waiting = sorted(snapshot.next)
             given = None
         outcome.state = dict(app.get_state(config).values)
     except Exception as exc:
@@ -228,7 +250,7 @@ def run_agentnb(spec: Spec, *, native: bool = False) -> Outcome:
         wf = build_agentnb(spec, native=native)
         run = wf.start(dict(spec.given))
         held: list[Any] = []
-        for attempt in range(20):  # as many drives as run_langgraph's streams
+        for attempt in range(DRIVES):  # as many drives as run_langgraph's streams
             if attempt:  # approve the pause the last drive ended at
                 for task in held:
                     run.approve(by="tester", task=task.task_id)
@@ -271,3 +293,55 @@ def _one_task(run: Any) -> bool:
     from agentnb.graph.superstep import plan
 
     return len(plan(run.workflow, run._frontier)) == 1
+
+
+def explained(lg: Outcome, ours: Outcome) -> str | None:
+    """The deliberate difference that accounts for a disagreement, if one does.
+
+    "held alone": LangGraph paused a whole superstep for an interrupt, agentnb ran its
+    other tasks first (holding the interrupted one). Either one of them failed the run, so
+    the same error ends both, agentnb without that pause, and the superstep lacks the held
+    tasks, which never ran; or the harness's drives ran out at that pause, so both runs are
+    unfinished there with the same state and pauses, and agentnb's runs show one more,
+    partial superstep: some of LangGraph's next tasks, none that was held.
+    """
+    if lg.compared() == ours.compared():
+        return None
+    multi = [i for i, (one, _) in enumerate(lg.pause_states) if not one]
+    if (
+        multi
+        and ours.error is not None
+        and ours.error == lg.error
+        and ours.pauses == lg.pauses[: len(ours.pauses)]
+        and len(ours.pauses) in multi
+        and ours.supersteps[:-1] == lg.supersteps[: len(ours.supersteps) - 1]
+        and not Counter(ours.supersteps[-1]) - Counter(lg.supersteps[len(ours.supersteps) - 1])
+    ):
+        return "held alone"
+    ran_beside_the_held = Counter(lg.waiting) - Counter(lg.pauses[-1] if lg.pauses else ())
+    if (
+        multi
+        and multi[-1] == DRIVES - 1
+        and lg.error is None
+        and ours.error is None
+        and lg.state == ours.state
+        and lg.pauses == ours.pauses
+        and lg.compared()[-1] == ours.compared()[-1]  # the state at each single pause
+        and ours.supersteps[:-1] == lg.supersteps
+        and not Counter(ours.supersteps[-1]) - ran_beside_the_held
+    ):
+        return "held alone"
+    return "unexplained"
+
+
+def summary(tally: Counter[str]) -> str:
+    """The agreement figure, as the test session prints it."""
+    graphs, agreed, native = tally["graphs"], tally["agreed"], tally["native"]
+    kept = ", ".join(f"{tally[k]} {k!r}" for k in DELIBERATE)
+    same = "each the same" if not tally["native differs"] else f"{tally['native differs']} not"
+    return (
+        f"LangGraph parity: {agreed} of {graphs} generated graphs give LangGraph's answer "
+        f"(final state, supersteps, errors, pauses), the others differ only as listed; "
+        f"{native} also built with agentnb's own spellings, {same}; "
+        f"deliberate differences met: {kept}; unexplained: {tally['unexplained']}"
+    )
