@@ -463,8 +463,17 @@ class LangGraphRun(Run):
 
     def _hold_head(self) -> None:
         """Pause a new mirror whose head waits before an ``interrupt_before`` node (a fork,
-        or a thread LangGraph paused before it was attached)."""
+        or a thread LangGraph paused before it was attached); complete one whose head has
+        nothing left to run (a finished thread, or a fork whose edit routed to the end)."""
         head = self._head
+        if head is not None and not head.next and not head.tasks:
+            self._append(
+                self.run_id,
+                [(EventType.COMPLETED, END, {"checkpoint_id": _checkpoint_id(head)})],
+                status=Status.COMPLETED,
+                node=END,
+            )
+            return
         before = interrupts_of(self.graph, "before")
         held = [n for n in (head.next if head is not None else ()) if before == "*" or n in before]
         if not held or any(t.interrupts for t in head.tasks):

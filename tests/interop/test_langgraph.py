@@ -714,3 +714,16 @@ def test_stop_inside_a_subgraph_drains_it_at_its_own_boundary(saver: Any) -> Non
     app.invoke(None, config("langgraph"))
     assert run.status == Status.COMPLETED
     assert run.state == app.get_state(config("langgraph")).values
+
+
+def test_a_fork_whose_edit_routes_to_the_end_and_a_finished_thread_show_completed(
+    saver: Any,
+) -> None:
+    app = refund_graph(saver, interrupt_before=["b"])
+    run = attach(app, config(), input={"n": 5, "log": []})
+    run.run()  # pending before b
+    app.update_state(run.head_config, None, as_node="c")  # LangGraph: c wrote last, c -> END
+    assert app.get_state(config()).next == ()
+    later = attach(app, config(), store=MemoryCheckpointer())  # attached when it is done
+    assert later.status == Status.COMPLETED
+    assert later.events[-1].type == EventType.COMPLETED
