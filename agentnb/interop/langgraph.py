@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import threading
 import time
@@ -73,6 +72,7 @@ from agentnb.interop._langgraph_diagram import (
     interrupts_of,
     subgraphs_of,
 )
+from agentnb.interop._readable import readable
 from agentnb.render.model import Diagram
 from agentnb.store.base import Checkpointer, CheckpointWrite, DecisionEdit, StepCommit
 from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
@@ -95,38 +95,6 @@ def diagram(graph: Any, *, title: str | None = None) -> Diagram:
     *unknown targets* node; interrupts and subgraphs are drawn as agentnb draws its own.
     """
     return diagram_of(graph, title=title)
-
-
-def readable(value: Any) -> Any:
-    """``value`` as JSON a person can read: LangChain messages as ``{"type", "content"}``
-    (with ``name``, ``tool_calls``, ``id`` when set), pydantic models and dataclasses as
-    their fields, anything else that is not JSON as its ``repr``.
-
-    Example:
-        >>> readable({"n": 1, "when": object})["n"]
-        1
-    """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): readable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [readable(v) for v in value]
-    message_type = getattr(value, "type", None)
-    if isinstance(message_type, str) and hasattr(value, "content"):  # a LangChain message
-        shown: dict[str, Any] = {"type": message_type, "content": readable(value.content)}
-        for key in ("name", "tool_calls", "tool_call_id", "id"):
-            extra = getattr(value, key, None)
-            if extra:
-                shown[key] = readable(extra)
-        return shown
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        with contextlib.suppress(Exception):
-            return readable(dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return readable(dataclasses.asdict(value))
-    return repr(value)
 
 
 def _question(found: Any, at: str | None, values: dict[str, Any]) -> dict[str, Any]:
