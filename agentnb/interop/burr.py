@@ -174,7 +174,13 @@ def attach(
         )
         record = store.get_run(run_id)
     run = BurrRun(workflow, record, app=app, halt_before=halt_before)
-    app._adapter_set = app._adapter_set.with_new_adapters(_Hook(run))
+    # Burr takes hooks at build time (ApplicationBuilder.with_hooks); a built application
+    # keeps them in its adapter set, which gains ours here — replacing the hook of an
+    # earlier attach, so each step is mirrored once, onto the newest handle.
+    from burr.lifecycle.internal import LifecycleAdapterSet
+
+    kept = [a for a in app._adapter_set.adapters if not isinstance(a, _Hook)]
+    app._adapter_set = LifecycleAdapterSet(*kept, _Hook(run))
     run._settle()
     return run
 

@@ -175,3 +175,33 @@ def test_the_panel_stops_between_two_actions_and_step_goes_on() -> None:
     (drawn,) = fe.customs("diagram")
     assert {"plan", "refund", "small"} <= set(drawn["nodes"].values())
     assert app.state["log"] == ["plan", "small"]
+
+
+def test_attaching_again_mirrors_each_step_once_and_the_panel_approves_once() -> None:
+    from widget_support import Recorder, run_async, until
+
+    from agentnb.store.memory import MemoryCheckpointer
+
+    app, store = refunds(450), MemoryCheckpointer()
+    attach(app, halt_before=["refund"], store=store)
+    run = attach(app, halt_before=["refund"], store=store)  # the cell run twice
+
+    async def main() -> None:
+        fe = Recorder(run.view())
+        try:
+            fe.hello()
+            fe.click("step")
+            await until(lambda: fe.view.status == "pending" and not fe.view.busy, what="pause")
+            digest = fe.view.pending["digest"]
+            for _ in range(2):  # a double click: two messages before any reply
+                fe.click("decide", decision="approved", by="ada", digest=digest)
+            await until(lambda: fe.view.status == "completed", what="the end")
+            await until(lambda: "Refused" in fe.view.error, what="the second click's refusal")
+        finally:
+            fe.close()
+
+    run_async(main)
+    assert app.state["log"] == ["plan", "refund"]
+    assert [d.accepted for d in run.decisions()] == [True, False]
+    started = [e.node for e in run.events if e.type == EventType.NODE_START]
+    assert started == ["plan", "refund"]
