@@ -727,3 +727,19 @@ def test_a_fork_whose_edit_routes_to_the_end_and_a_finished_thread_show_complete
     later = attach(app, config(), store=MemoryCheckpointer())  # attached when it is done
     assert later.status == Status.COMPLETED
     assert later.events[-1].type == EventType.COMPLETED
+
+
+def test_step_runs_a_subgraph_whole_as_langgraphs_interrupt_after_does(saver: Any) -> None:
+    app = _nested(saver)
+    run = attach(app, config(), input={"log": []})
+    given: Any = {"log": []}
+    for _ in range(3):
+        run.step()
+        for _ in app.stream(given, config("langgraph"), interrupt_after="*", durability="sync"):
+            pass
+        given = None
+        theirs, ours = app.get_state(config("langgraph")), app.get_state(config())
+        assert (ours.values, ours.next) == (theirs.values, theirs.next)
+        assert run.state == ours.values
+    assert run.status == Status.COMPLETED
+    assert [c.status for c in run.children()] == [Status.COMPLETED]
