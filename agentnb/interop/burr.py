@@ -214,6 +214,15 @@ class BurrRun(Run):
         options.setdefault("title", f"{self.workflow.name} · app {self.run_id[:12]}")
         return RunView(self, diagram=self.diagram(), continue_after_approval=False, **options)
 
+    def fork(self, *args: Any, **kwargs: Any) -> Run:
+        """Refused: a Burr application forks through Burr (a persister and
+        ``ApplicationBuilder.initialize_from(..., fork_from_app_id=...)``), which agentnb
+        does not mirror yet; an agentnb fork of the mirror would not be Burr's."""
+        raise AgentnbError(
+            f"run {self.run_id!r} mirrors a Burr application: fork it through Burr "
+            "(initialize_from with fork_from_app_id) and attach the new application"
+        )
+
     # -- the mirror ----------------------------------------------------------------------
 
     def _append(

@@ -205,3 +205,12 @@ def test_attaching_again_mirrors_each_step_once_and_the_panel_approves_once() ->
     assert [d.accepted for d in run.decisions()] == [True, False]
     started = [e.node for e in run.events if e.type == EventType.NODE_START]
     assert started == ["plan", "refund"]
+
+
+def test_an_agentnb_fork_of_a_burr_mirror_is_refused() -> None:
+    from agentnb.errors import AgentnbError
+
+    run = attach(refunds(0))
+    run.run()
+    with pytest.raises(AgentnbError, match="fork it through Burr"):
+        run.fork(0)
