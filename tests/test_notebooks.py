@@ -25,7 +25,7 @@ HERE = Path(__file__).parents[1] / "notebooks"
 # Notebooks not yet written as course material — no goals header, no registered exercises
 # (agentnb.teach.course), no solutions: named here, so the gap is visible rather than
 # hidden. A notebook leaves this list with its checkers and its solutions notebook.
-NOT_YET_CHECKED: set[str] = {"10-bring-your-langgraph"}  # a tour of the LangGraph adapter
+NOT_YET_CHECKED: set[str] = set()
 COURSE = sorted(HERE.glob("*.ipynb"))
 SOLUTIONS = sorted((HERE / "solutions").glob("*.ipynb"))
 NOTEBOOKS = COURSE + SOLUTIONS

@@ -18,7 +18,12 @@ made through it, refused attempts included. The panel reads the mirror; its butt
 LangGraph:
 
 * **Step** runs one superstep (``interrupt_after="*"`` for that call), **Run** runs to the
-  next pause or the end;
+  next pause or the end, **Stop** asks LangGraph to drain (``RunControl.request_drain``):
+  the superstep in flight finishes and is saved, the next does not start, and the run is
+  recorded ``cancelled`` (:meth:`LangGraphRun.stop`);
+* a subgraph's own steps, streamed under its ``checkpoint_ns``, are mirrored as a child
+  run (``run.children()``), so the panel lights its inner nodes as they run and folds its
+  box, as it does for agentnb's own subgraphs;
 * a static ``interrupt_before`` / ``interrupt_after`` is shown pending with Approve/Reject;
   Approve resumes the thread (``stream(None, config)``), with edits applied first through
   ``update_state``;
@@ -43,7 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import threading
 import time
@@ -66,7 +70,9 @@ from agentnb.interop._langgraph_diagram import (
     LG_START,
     diagram_of,
     interrupts_of,
+    subgraphs_of,
 )
+from agentnb.interop._readable import readable
 from agentnb.render.model import Diagram
 from agentnb.store.base import Checkpointer, CheckpointWrite, DecisionEdit, StepCommit
 from agentnb.store.records import Decision, Event, EventType, RunRecord, Status
@@ -89,38 +95,6 @@ def diagram(graph: Any, *, title: str | None = None) -> Diagram:
     *unknown targets* node; interrupts and subgraphs are drawn as agentnb draws its own.
     """
     return diagram_of(graph, title=title)
-
-
-def readable(value: Any) -> Any:
-    """``value`` as JSON a person can read: LangChain messages as ``{"type", "content"}``
-    (with ``name``, ``tool_calls``, ``id`` when set), pydantic models and dataclasses as
-    their fields, anything else that is not JSON as its ``repr``.
-
-    Example:
-        >>> readable({"n": 1, "when": object})["n"]
-        1
-    """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): readable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [readable(v) for v in value]
-    message_type = getattr(value, "type", None)
-    if isinstance(message_type, str) and hasattr(value, "content"):  # a LangChain message
-        shown: dict[str, Any] = {"type": message_type, "content": readable(value.content)}
-        for key in ("name", "tool_calls", "tool_call_id", "id"):
-            extra = getattr(value, key, None)
-            if extra:
-                shown[key] = readable(extra)
-        return shown
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        with contextlib.suppress(Exception):
-            return readable(dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return readable(dataclasses.asdict(value))
-    return repr(value)
 
 
 def _question(found: Any, at: str | None, values: dict[str, Any]) -> dict[str, Any]:
@@ -170,9 +144,18 @@ def _mirror_graph(graph: Any, name: str) -> StateGraph:
     """The nodes and entry of ``graph`` as an agentnb graph: what the panel's overlay folds
     the mirrored events against (the drawing is :func:`diagram`, not this)."""
     builder = graph.builder
-    mirror = StateGraph(name)
+    mirror = StateGraph(name, max_steps=10**6)
+    inner = subgraphs_of(graph)
     for node in builder.nodes:
-        mirror.add_node(node, _node_fn(node))
+        sub = inner.get(node)
+        if sub is not None and getattr(sub, "builder", None) is not None:
+            # Declared a subgraph, as agentnb declares its own: the panel then lights the
+            # child run each subgraph task is mirrored as (see _subgraph_event).
+            # (add_node takes a graph as a subgraph; its annotation names functions only)
+            box: Any = _mirror_graph(sub, getattr(sub, "name", None) or node)
+            mirror.add_node(node, box)
+        else:
+            mirror.add_node(node, _node_fn(node))
     entry = sorted(t for s, t in builder.edges if s == LG_START)
     for _start, branch in builder.branches.get(LG_START, {}).items():
         entry += sorted(t for t in (branch.ends or {}).values() if t != LG_END)
@@ -335,6 +318,9 @@ class LangGraphRun(Run):
         self._answers: dict[str, Any] = {}  # interrupt id -> answer, until the resume
         self._passing = False  # mirroring the edit an approval made: it is not a new pause
         self._driving = False  # a drive holds the mirror's lease until it ends
+        self._control: Any = None  # the drive's LangGraph RunControl: what Stop drains
+        self._results: dict[str, list[tuple[str, Any]]] = {}  # child run -> task results
+        self._touched: dict[str, None] = {}  # the child runs the drive in progress moved
         fork = None
         if "@" in self.run_id:
             fork = self.run_id.rpartition("@")[2]
@@ -445,8 +431,17 @@ class LangGraphRun(Run):
 
     def _hold_head(self) -> None:
         """Pause a new mirror whose head waits before an ``interrupt_before`` node (a fork,
-        or a thread LangGraph paused before it was attached)."""
+        or a thread LangGraph paused before it was attached); complete one whose head has
+        nothing left to run (a finished thread, or a fork whose edit routed to the end)."""
         head = self._head
+        if head is not None and not head.next and not head.tasks:
+            self._append(
+                self.run_id,
+                [(EventType.COMPLETED, END, {"checkpoint_id": _checkpoint_id(head)})],
+                status=Status.COMPLETED,
+                node=END,
+            )
+            return
         before = interrupts_of(self.graph, "before")
         held = [n for n in (head.next if head is not None else ()) if before == "*" or n in before]
         if not held or any(t.interrupts for t in head.tasks):
@@ -619,18 +614,178 @@ class LangGraphRun(Run):
         if self.workflow.listeners:
             self.workflow._notify(events)
 
+    def _append(
+        self,
+        run_id: str,
+        items: list[tuple[str, str | None, dict[str, Any]]],
+        *,
+        status: str | None = None,
+        node: str | None = None,
+        step: int | None = None,
+        write: Any = None,
+    ) -> list[Event]:
+        """Commit ``items`` (kind, node, payload) as events of mirror run ``run_id``; its
+        status, node and step stay as they are unless given."""
+        with self._lock:
+            record = self._store.get_run(run_id)
+            step = record.step if step is None else step
+            now = time.time()
+            events = [
+                Event(run_id, record.seq + k + 1, step, kind, at, payload, now)
+                for k, (kind, at, payload) in enumerate(items)
+            ]
+            change = StepCommit(
+                Status(status or record.status),
+                record.node if node is None else node,
+                step,
+                events,
+                checkpoint=write,
+                release=run_id != self.run_id or not self._driving,
+            )
+            owned = self._store.acquire(run_id, self.owner, lease_seconds=_LEASE)
+            self._store.commit(run_id, owned.fence, change, lease_seconds=_LEASE)
+        return events
+
     def _note(self, kind: str, node: str | None, payload: dict[str, Any]) -> None:
         """Commit one event of the drive in progress (a node starting, inside a subgraph)."""
-        with self._lock:
-            record = self._store.get_run(self.run_id)
-            event = Event(
-                self.run_id, record.seq + 1, record.step, kind, node, payload, time.time()
-            )
-            owned = self._store.acquire(self.run_id, self.owner, lease_seconds=_LEASE)
-            change = StepCommit(record.status, record.node, record.step, [event])
-            self._store.commit(self.run_id, owned.fence, change, lease_seconds=_LEASE)
+        events = self._append(self.run_id, [(kind, node, payload)])
         if self.workflow.listeners:
-            self.workflow._notify([event])
+            self.workflow._notify(events)
+
+    # -- subgraphs: each subgraph task is a child run, as agentnb's own -------------------------
+
+    def _child_of(self, namespace: tuple[str, ...]) -> tuple[str, Workflow] | None:
+        """The mirror run and workflow of LangGraph namespace ``namespace`` (its
+        ``checkpoint_ns``, split): ``("sub:<task id>",)`` is child ``<run id>/sub@<task id>``,
+        named as agentnb names a subgraph task's run (``<parent>/<task>@<suffix>``, which
+        ``run.children()`` and the panel find). ``None`` for a graph a node's function calls
+        (not a node of its own: not drawn, not mirrored)."""
+        workflow, run_id = self.workflow, self.run_id
+        for part in namespace:
+            node, _, task = part.partition(":")
+            spec = workflow.nodes.get(node)
+            if spec is None or spec.subgraph is None:
+                return None
+            workflow, run_id = workflow._child(node), f"{run_id}/{node}@{task}"
+        return run_id, workflow
+
+    def _subgraph_event(self, namespace: tuple[str, ...], kind: str, payload: Any) -> None:
+        """Mirror one ``debug`` event LangGraph streamed from inside a subgraph onto its
+        child run: ``task`` starts a node, ``task_result`` is held until the subgraph's
+        next ``checkpoint`` says where it leads (as the parent's steps are mirrored), an
+        interrupt or an error shows at once."""
+        found = self._child_of(namespace)
+        if found is None or not isinstance(payload, Mapping):
+            return
+        child, workflow = found
+        try:
+            record: RunRecord | None = self._store.get_run(child)
+        except RunNotFound:
+            record = None
+        name = payload.get("name")
+        if kind == "checkpoint":
+            self._subgraph_checkpoint(namespace, child, workflow, record, payload)
+        elif record is None or not isinstance(name, str):
+            return
+        elif kind == "task":
+            self._touched[child] = None
+            self._append(
+                child,
+                [(EventType.NODE_START, name, {"task": name, "langgraph_task": payload.get("id")})],
+                status=Status.RUNNING,
+                node=name,
+            )
+        elif kind == "task_result" and payload.get("error"):
+            error = {"type": "LangGraph", "message": str(payload["error"])}
+            self._append(child, [(EventType.FAILED, name, {"error": error})], status=Status.FAILED)
+        elif kind == "task_result" and payload.get("interrupts"):
+            saved = self._store.checkpoint(child, record.step)
+            asked: list[tuple[str, str | None, dict[str, Any]]] = [
+                (
+                    EventType.INTERRUPTED,
+                    name,
+                    {
+                        "when": "input",
+                        "question": _interrupt_text(raised.get("value")),
+                        "value": readable(raised.get("value")),
+                        "task": raised.get("id"),
+                        "state": saved.state,
+                    },
+                )
+                for raised in payload["interrupts"]
+                if isinstance(raised, Mapping)
+            ]
+            if asked:  # answered from the root, as LangGraph resumes it
+                self._append(child, asked, status=Status.PENDING, node=name)
+        elif kind == "task_result":
+            self._results.setdefault(child, []).append((name, payload.get("result")))
+
+    def _subgraph_checkpoint(
+        self,
+        namespace: tuple[str, ...],
+        child: str,
+        workflow: Workflow,
+        record: RunRecord | None,
+        payload: Mapping[str, Any],
+    ) -> None:
+        """A subgraph's checkpoint: its child run starts (its first), or takes one step."""
+        step = int((payload.get("metadata") or {}).get("step", 0))
+        at = ((payload.get("config") or {}).get("configurable") or {}).get("checkpoint_id")
+        values = readable(payload.get("values") or {})
+        values = values if isinstance(values, dict) else {"value": values}
+        nxt = [n for n in payload.get("next") or () if isinstance(n, str)]
+        leads = nxt or [END]
+        if record is None:
+            if step < 0:
+                return  # its input, before the reducers: the next checkpoint is the start
+            now = time.time()
+            started = {
+                "graph": workflow.name,
+                "state": values,
+                "max_steps": workflow.max_steps,
+                "langgraph": {"checkpoint_ns": "|".join(namespace), "checkpoint_id": at},
+            }
+            self._store.create_run(
+                RunRecord(
+                    child,
+                    workflow.name,
+                    workflow.shape,
+                    Status.RUNNING,
+                    leads[0],
+                    step,
+                    1,
+                    workflow.max_steps,
+                    now,
+                    now,
+                ),
+                CheckpointWrite(step, leads[0], dumps(values)),
+                [Event(child, 1, step, EventType.RUN_STARTED, leads[0], started, now)],
+            )
+            self._touched[child] = None
+            return
+        if step <= record.step:
+            return  # the checkpoint a resume starts from, streamed again
+        items: list[tuple[str, str | None, dict[str, Any]]] = []
+        for name, result in self._results.pop(child, []):
+            update = {"delta": readable(result or {}), "next": leads[0], "task": name}
+            if len(leads) > 1:
+                update["to"] = leads
+            items.append((EventType.STATE_UPDATE, name, {**update, "checkpoint_id": at}))
+        if not items:
+            items.append(("checkpoint", None, {"checkpoint_id": at}))
+        if not nxt:
+            items.append((EventType.COMPLETED, END, {"checkpoint_id": at}))
+        tasks = {"nodes": nxt, "sends": [], "waiting": []} if len(nxt) > 1 else None
+        self._append(
+            child,
+            items,
+            status=Status.RUNNING if nxt else Status.COMPLETED,
+            node=leads[0],
+            step=step,
+            write=CheckpointWrite(
+                step, leads[0], dumps(values), None if tasks is None else dumps(tasks)
+            ),
+        )
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -652,41 +807,82 @@ class LangGraphRun(Run):
             self._stream_leased(payload, one=one, emit=emit)
         finally:
             self._driving = False
+            self._control = None
+            self._results.clear()
             self._store.release(self.run_id, owned.fence)
 
     def _stream_leased(self, payload: Any, *, one: bool, emit: Callable[[Event], None]) -> None:
+        from langgraph.errors import GraphDrained
+
         # durability="sync": each checkpoint is saved before the next superstep starts, so
         # the history the mirror reads is never behind the tasks the stream reports.
         options: dict[str, Any] = {"stream_mode": _MODES, "subgraphs": True, "durability": "sync"}
+        options["control"] = self._control  # Stop asks LangGraph to drain (see stop())
         if one:
             options["interrupt_after"] = "*"
-        for namespace, mode, chunk in self.graph.stream(payload, self.head_config, **options):
-            if mode != "debug":
-                continue
-            kind = chunk.get("type")
-            inner = chunk.get("payload") or {}
-            path = [part.partition(":")[0] for part in namespace]
-            if kind == "task":
-                node = "/".join([*path, str(inner.get("name"))])
-                self._note(
-                    EventType.NODE_START,
-                    node if not path else path[0],
-                    {"task": node, "langgraph_task": inner.get("id")},
-                )
-                emit(
-                    Event(
-                        self.run_id,
-                        0,
-                        0,
+        self._touched = {}
+        try:
+            for namespace, mode, chunk in self.graph.stream(payload, self.head_config, **options):
+                if mode != "debug":
+                    continue
+                kind = chunk.get("type")
+                inner = chunk.get("payload") or {}
+                if namespace:
+                    self._subgraph_event(tuple(namespace), str(kind), inner)
+                path = [part.partition(":")[0] for part in namespace]
+                if kind == "task":
+                    node = "/".join([*path, str(inner.get("name"))])
+                    self._note(
                         EventType.NODE_START,
-                        path[0] if path else node,
-                        {"task": node},
-                        time.time(),
+                        node if not path else path[0],
+                        {"task": node, "langgraph_task": inner.get("id")},
                     )
-                )
-            elif kind == "checkpoint" and not path:
-                self.sync()
+                    emit(
+                        Event(
+                            self.run_id,
+                            0,
+                            0,
+                            EventType.NODE_START,
+                            path[0] if path else node,
+                            {"task": node},
+                            time.time(),
+                        )
+                    )
+                elif kind == "checkpoint" and not path:
+                    self.sync()
+        except GraphDrained as drained:
+            self.sync()  # the supersteps that finished are saved: mirrored first
+            self._stopped(drained.reason)
+            return
         self.sync()
+
+    def _stopped(self, reason: str) -> None:
+        """LangGraph drained the drive (Stop): the mirror and its open child runs record it
+        ``cancelled``, as agentnb records a stopped run; Step or Run continues the thread."""
+        said = {"reason": "stopped", "langgraph": f"drained: {reason}"}
+        for child in self._touched:
+            if self._store.get_run(child).status == Status.RUNNING:
+                self._append(child, [(EventType.CANCELLED, None, said)], status=Status.CANCELLED)
+        if self._store.get_run(self.run_id).status == Status.RUNNING:
+            events = self._append(
+                self.run_id, [(EventType.CANCELLED, None, said)], status=Status.CANCELLED
+            )
+            if self.workflow.listeners:
+                self.workflow._notify(events)
+
+    def stop(self, reason: str = "stopped") -> bool:
+        """Ask the drive in progress to stop at LangGraph's next superstep boundary.
+
+        LangGraph's own cooperative stop (``RunControl.request_drain``): the superstep in
+        flight — inside a subgraph, the subgraph's — finishes and is saved, the next one
+        does not start, and the run is recorded ``cancelled``. Safe from any thread.
+        Returns whether a drive was in progress to stop.
+        """
+        control = self._control
+        if control is None:
+            return False
+        control.request_drain(reason)
+        return True
 
     async def _astream(self, *, one: bool, payload: Any = None) -> AsyncIterator[Event]:
         self.sync()
@@ -713,12 +909,24 @@ class LangGraphRun(Run):
             finally:
                 put(None)
 
+        from langgraph.runtime import RunControl
+
+        self._control = RunControl()
         worker = threading.Thread(target=work, name=f"langgraph-{self.run_id[:8]}", daemon=True)
         worker.start()
-        while (item := await found.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        try:
+            while (item := await found.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        except asyncio.CancelledError:
+            # The panel's Stop cancels this task; LangGraph's thread cannot be cancelled,
+            # so it is asked to drain, and waited for: the run is cancelled at a superstep
+            # boundary, its lease given back, before the cancellation goes on.
+            self.stop()
+            while (item := await found.get()) is not None:
+                pass
+            raise
         for event in self._store.events(self.run_id, after=seen):
             if event.type != EventType.NODE_START:
                 yield event
@@ -908,5 +1116,7 @@ class LangGraphRun(Run):
         return attach(self.graph, config, store=self._store, name=self.workflow.name)
 
     def children(self) -> list[Run]:
-        """A LangGraph subgraph runs inside its parent's thread: no agentnb child runs."""
-        return []
+        """The mirror runs of this branch's subgraph tasks, oldest first: one per LangGraph
+        ``checkpoint_ns`` a drive streamed (``<run id>/<node>@<task id>``), each holding
+        that subgraph's steps as its own run's (read-only: LangGraph drives them)."""
+        return super().children()

@@ -55,3 +55,28 @@ def test_step_runs_one_superstep_and_approve_resumes_the_langgraph_thread_once(
     assert lab.kernel_eval(NOTEBOOK, 'app.get_state(config).values["log"]') == "['plan', 'pay']"
     accepted = lab.kernel_eval(NOTEBOOK, "[d.accepted for d in lg_run.decisions()]")
     assert accepted == "[True, False]"
+
+
+LIT = """(el, name) => {
+    const g = [...el.querySelectorAll("g.agentnb-node")].find(g => g.dataset.name === name);
+    return g ? [...g.classList].filter(c => c.startsWith("is-")).sort() : null;
+}"""
+
+
+def test_a_langgraph_subgraph_is_lit_inside_and_folds_to_its_lit_node(page: Any) -> None:
+    view = run_widget(page, "langgraph subgraph")
+    view.get_by_role("button", name="Run").click()
+    wait_attr(view, "data-status", "pending")  # interrupt('why?') inside sub, at ask
+    page.wait_for_function(
+        f"([el, name]) => (({LIT})(el, name) || []).includes('is-pending')",
+        arg=[view.element_handle(), "sub/ask"],
+        timeout=30_000,
+    )
+    assert "is-visited" in view.evaluate(LIT, "sub/look")
+    view.locator("text.rv-fold").click()
+    wait_attr(view, "data-collapsed", "sub:subgraph")
+    assert view.evaluate(LIT, "sub/ask") is None  # the box and what it held are gone
+    assert {"is-collapsed", "is-pending", "is-current"} <= set(view.evaluate(LIT, "sub"))
+    view.locator("g.agentnb-node.is-collapsed").click()
+    wait_attr(view, "data-collapsed", "")
+    assert "is-pending" in view.evaluate(LIT, "sub/ask")

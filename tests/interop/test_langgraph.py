@@ -5,7 +5,9 @@ from __future__ import annotations
 import operator
 import sqlite3
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -15,7 +17,7 @@ pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 from agentnb.errors import ApprovalNotPending, DefinitionError, StaleApproval
 from agentnb.interop.langgraph import attach, diagram, readable
@@ -442,3 +444,302 @@ def test_a_fan_out_and_its_join_are_logged_in_step_order(saver: Any) -> None:
     order = [(e.type, e.node) for e in events if e.type in (EventType.NODE_START, "state_update")]
     assert order.index((EventType.NODE_START, "write")) > order.index(("state_update", "web"))
     assert order.index((EventType.NODE_START, "write")) > order.index(("state_update", "papers"))
+
+
+# -- subgraphs: child runs, lit live, folded like agentnb's own ------------------------------
+
+
+def _nested(saver: Any, gate: Callable[[str], None] = lambda name: None) -> Any:
+    """pre -> sub (x -> deep (z) -> y) -> post; ``gate(drawn name)`` runs inside each node."""
+
+    def node(drawn: str) -> Callable[[S], dict[str, Any]]:
+        def fn(s: S) -> dict[str, Any]:
+            gate(drawn)
+            return {"log": [drawn]}
+
+        return fn
+
+    deep = StateGraph(S)
+    deep.add_node("z", node("sub/deep/z"))
+    deep.add_edge(START, "z")
+    deep.add_edge("z", END)
+    sub = StateGraph(S)
+    sub.add_node("x", node("sub/x"))
+    sub.add_node("deep", deep.compile())
+    sub.add_node("y", node("sub/y"))
+    sub.add_edge(START, "x")
+    sub.add_edge("x", "deep")
+    sub.add_edge("deep", "y")
+    sub.add_edge("y", END)
+    outer = StateGraph(S)
+    outer.add_node("pre", node("pre"))
+    outer.add_node("sub", sub.compile())
+    outer.add_node("post", node("post"))
+    outer.add_edge(START, "pre")
+    outer.add_edge("pre", "sub")
+    outer.add_edge("sub", "post")
+    outer.add_edge("post", END)
+    return outer.compile(checkpointer=saver)
+
+
+def _langgraphs_own(app: Any, thread: str, input: Any) -> dict[str, Any]:
+    """What LangGraph streams of each subgraph, by drawn path (``sub``, ``sub/deep``): its
+    tasks' starts and writes in order, and its last checkpoint's values."""
+    own: dict[str, Any] = {}
+    stream = app.stream(
+        input, config(thread), stream_mode="debug", subgraphs=True, durability="sync"
+    )
+    for namespace, chunk in stream:
+        if not namespace:
+            continue
+        drawn = "/".join(part.partition(":")[0] for part in namespace)
+        seen = own.setdefault(drawn, {"tasks": [], "values": None})
+        if chunk["type"] == "task":
+            seen["tasks"].append((EventType.NODE_START, chunk["payload"]["name"]))
+        elif chunk["type"] == "task_result":
+            seen["tasks"].append((EventType.STATE_UPDATE, chunk["payload"]["name"]))
+        elif chunk["type"] == "checkpoint":
+            seen["values"] = chunk["payload"]["values"]
+    return own
+
+
+def _mirrored(run: Any, prefix: str = "") -> dict[str, Any]:
+    """The same, read from the mirror's child runs (``run.children()``, nested)."""
+    found: dict[str, Any] = {}
+    for child in run.children():
+        drawn = prefix + child.run_id.rpartition("/")[2].partition("@")[0]
+        kinds = (EventType.NODE_START, EventType.STATE_UPDATE)
+        tasks = [(e.type, e.node) for e in child.events if e.type in kinds]
+        found[drawn] = {"tasks": tasks, "values": child.state, "status": child.status}
+        found.update(_mirrored(child, f"{drawn}/"))
+    return found
+
+
+def test_each_subgraph_task_is_a_child_run_holding_what_langgraph_streamed(saver: Any) -> None:
+    app = _nested(saver)
+    own = _langgraphs_own(app, "langgraph", {"log": []})
+    run = attach(app, config(), input={"log": []})
+    run.run()
+    mirrored = _mirrored(run)
+    assert set(mirrored) == set(own) == {"sub", "sub/deep"}
+    for drawn, seen in own.items():
+        assert mirrored[drawn]["tasks"] == seen["tasks"]
+        assert mirrored[drawn]["values"] == seen["values"]
+        assert mirrored[drawn]["status"] == Status.COMPLETED
+    assert run.state == app.get_state(config("langgraph")).values
+
+
+def test_the_panel_lights_each_inner_node_while_langgraph_runs_it_and_folds_its_box() -> None:
+    from widget_support import Recorder, run_async, until
+
+    shown: dict[str, Any] = {}
+    lit: list[str] = []
+
+    def gate(drawn: str) -> None:  # inside the node, while LangGraph runs it
+        view = shown.get("view")
+        if view is None or "/" not in drawn:
+            return
+        deadline = time.monotonic() + 10
+        while drawn not in (view.overlay.get("inside") or {}).get("current", []):
+            assert time.monotonic() < deadline, f"{drawn} was not lit while it ran"
+            time.sleep(0.005)
+        lit.append(drawn)
+
+    app = _nested(InMemorySaver(), gate)
+    own = _langgraphs_own(app, "langgraph", {"log": []})
+    run = attach(app, config(), input={"log": []})
+
+    async def main() -> Recorder[Any]:
+        fe = Recorder(run.view())
+        shown["view"] = fe.view
+        try:
+            fe.hello()
+            fe.click("run")
+            await until(lambda: fe.view.status == "completed" and not fe.view.busy, what="end")
+            fe.click("collapse", view="v1", collapsed=["sub:subgraph"])
+            await until(lambda: len(fe.customs("diagram")) == 2, what="the folded drawing")
+        finally:
+            fe.close()
+        return fe
+
+    fe = run_async(main)
+    started = [
+        f"{drawn}/{name}"
+        for drawn, seen in sorted(own.items())
+        for kind, name in seen["tasks"]
+        if kind == EventType.NODE_START and name != "deep"
+    ]
+    assert sorted(lit) == sorted(started) == ["sub/deep/z", "sub/x", "sub/y"]
+    assert lit == ["sub/x", "sub/deep/z", "sub/y"]  # in the order LangGraph ran them
+    whole, folded = fe.customs("diagram")
+    assert {"sub/x", "sub/deep/z"} <= set(whole["nodes"].values())
+    assert "sub/x" not in folded["nodes"].values()
+    assert list(folded["collapsed"].values()) == ["sub:subgraph"]
+
+
+def test_an_interrupt_inside_a_subgraph_is_lit_there_and_answered_from_the_root(
+    saver: Any,
+) -> None:
+    from agentnb.widgets import RunView
+
+    def ask(s: S) -> dict[str, Any]:
+        return {"log": [f"ask:{interrupt('why?')}"]}
+
+    sub = StateGraph(S)
+    sub.add_node("ask", ask)
+    sub.add_edge(START, "ask")
+    sub.add_edge("ask", END)
+    outer = StateGraph(S)
+    outer.add_node("sub", sub.compile())
+    outer.add_edge(START, "sub")
+    outer.add_edge("sub", END)
+    app = outer.compile(checkpointer=saver)
+    app.invoke({"log": []}, config("langgraph"))
+    theirs = app.get_state(config("langgraph"), subgraphs=True).tasks[0].state
+    run = attach(app, config(), input={"log": []})
+    run.run()
+    (child,) = run.children()
+    assert child.status == Status.PENDING
+    assert child.node == "ask" == theirs.next[0]
+    assert child.state == theirs.values
+    view = RunView(run)
+    try:
+        assert view.overlay["pending"] == "sub"
+        assert view.overlay["inside"]["pending"] == ["sub/ask"]
+    finally:
+        view.close()
+    run.respond("because", by="ada")
+    app.invoke(Command(resume="because"), config("langgraph"))
+    assert child.record.status == Status.COMPLETED
+    assert run.state == app.get_state(config("langgraph")).values == {"log": ["ask:because"]}
+
+
+# -- Stop: LangGraph's drain, at a superstep boundary ------------------------------------------
+
+
+def _slow_graph(saver: Any, during: Callable[[], None]) -> Any:
+    def slow(s: S) -> dict[str, Any]:
+        during()
+        return {"log": ["slow"]}
+
+    g = StateGraph(S)
+    g.add_node("slow", slow)
+    g.add_node("after", lambda s: {"log": ["after"]})
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "after")
+    g.add_edge("after", END)
+    return g.compile(checkpointer=saver)
+
+
+def test_stop_drains_the_thread_after_the_running_superstep_as_langgraph_does() -> None:
+    from langgraph.errors import GraphDrained
+    from langgraph.runtime import RunControl
+    from widget_support import Recorder, run_async, until
+
+    control = RunControl()
+    entered, release = threading.Event(), threading.Event()
+
+    def during() -> None:
+        if shown.get("ours"):
+            entered.set()
+            assert release.wait(10)
+        else:
+            control.request_drain("stopped")  # LangGraph's own Stop, at the same moment
+
+    shown: dict[str, bool] = {}
+    app = _slow_graph(InMemorySaver(), during)
+    with pytest.raises(GraphDrained):
+        app.invoke({"log": []}, config("langgraph"), control=control, durability="sync")
+    theirs = app.get_state(config("langgraph"))
+    assert theirs.next == ("after",)
+    shown["ours"] = True
+    run = attach(app, config(), input={"log": []})
+
+    async def main() -> None:
+        fe = Recorder(run.view())
+        try:
+            fe.hello()
+            fe.click("run")
+            await until(entered.is_set, what="slow running")
+            fe.click("stop")
+            release.set()  # the node in flight finishes; the next superstep never starts
+            await until(lambda: fe.view.status == "cancelled" and not fe.view.busy, what="stop")
+            ours = app.get_state(config())
+            assert (ours.values, ours.next) == (theirs.values, theirs.next)
+            assert run.state == ours.values
+            assert "Stopped" in fe.view.notice
+            fe.click("run")  # continues the thread, as stream(None, config) does
+            await until(lambda: fe.view.status == "completed", what="the end")
+        finally:
+            fe.close()
+
+    run_async(main)
+    app.invoke(None, config("langgraph"))
+    assert app.get_state(config()).values == app.get_state(config("langgraph")).values
+    kinds = [e.type for e in run.events]
+    assert kinds.index(EventType.CANCELLED) < kinds.index(EventType.COMPLETED)
+    assert run.stop() is False  # nothing in progress
+
+
+def test_stop_inside_a_subgraph_drains_it_at_its_own_boundary(saver: Any) -> None:
+    from langgraph.errors import GraphDrained
+    from langgraph.runtime import RunControl
+
+    control = RunControl()
+    ours: list[Any] = []
+
+    def gate(drawn: str) -> None:
+        if drawn == "sub/x":
+            if ours:
+                assert ours[0].stop()
+            else:
+                control.request_drain("stopped")
+
+    app = _nested(saver, gate)
+    with pytest.raises(GraphDrained):
+        app.invoke({"log": []}, config("langgraph"), control=control, durability="sync")
+    theirs = app.get_state(config("langgraph"), subgraphs=True)
+    run = attach(app, config(), input={"log": []})
+    ours.append(run)
+    run.run()
+    assert run.status == Status.CANCELLED
+    now = app.get_state(config(), subgraphs=True)
+    assert (now.values, now.next) == (theirs.values, theirs.next) == ({"log": ["pre"]}, ("sub",))
+    (child,) = run.children()
+    assert child.status == Status.CANCELLED
+    assert child.state == now.tasks[0].state.values == theirs.tasks[0].state.values
+    assert child.node == "deep" == now.tasks[0].state.next[0]
+    ours.clear()
+    run.run()
+    app.invoke(None, config("langgraph"))
+    assert run.status == Status.COMPLETED
+    assert run.state == app.get_state(config("langgraph")).values
+
+
+def test_a_fork_whose_edit_routes_to_the_end_and_a_finished_thread_show_completed(
+    saver: Any,
+) -> None:
+    app = refund_graph(saver, interrupt_before=["b"])
+    run = attach(app, config(), input={"n": 5, "log": []})
+    run.run()  # pending before b
+    app.update_state(run.head_config, None, as_node="c")  # LangGraph: c wrote last, c -> END
+    assert app.get_state(config()).next == ()
+    later = attach(app, config(), store=MemoryCheckpointer())  # attached when it is done
+    assert later.status == Status.COMPLETED
+    assert later.events[-1].type == EventType.COMPLETED
+
+
+def test_step_runs_a_subgraph_whole_as_langgraphs_interrupt_after_does(saver: Any) -> None:
+    app = _nested(saver)
+    run = attach(app, config(), input={"log": []})
+    given: Any = {"log": []}
+    for _ in range(3):
+        run.step()
+        for _ in app.stream(given, config("langgraph"), interrupt_after="*", durability="sync"):
+            pass
+        given = None
+        theirs, ours = app.get_state(config("langgraph")), app.get_state(config())
+        assert (ours.values, ours.next) == (theirs.values, theirs.next)
+        assert run.state == ours.values
+    assert run.status == Status.COMPLETED
+    assert [c.status for c in run.children()] == [Status.COMPLETED]

@@ -17,6 +17,7 @@ import pytest
 from agentnb import SqliteCheckpointer
 from agentnb.teach import exercises, grade
 from tests.teach import chart_scenarios as c
+from tests.teach import langgraph_scenarios as g
 from tests.teach import parallel_scenarios as p
 from tests.teach import scale_scenarios as w
 from tests.teach import scenarios as s
@@ -86,6 +87,9 @@ CASES: dict[str, tuple[s.Scenario, s.Scenario]] = {
         P(s.agent, stop_after=3),
     ),
     "10.1": (P(s.capstone, with_rejection=True), P(s.capstone, with_rejection=False)),
+    "10.2": (P(g.answer_then, decision="rejected"), P(g.answer_then, decision="approved")),
+    "10.3": (P(g.fork, amount=0), P(g.fork, amount=None)),
+    "10.4": (P(g.subgraph, inner="node"), P(g.subgraph, inner="called")),
 }
 
 
