@@ -131,8 +131,9 @@ lite: $(VENV)/.lite
 	$(PY) docs/lite/build.py --out docs/_build/lite --cache $(VENV)/lite-cache
 
 # Every lite notebook's code cells in Node with the site's own Pyodide (no browser), the
-# site itself (no file points outside it), then notebook 01 in Chromium from the site.
-lite-check: lite $(VENV)/.dev test-system-deps
+# site itself (no file points outside it; each course page's link into it), then notebook
+# 01 in Chromium from the site.
+lite-check: lite docs $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser"
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser"
 
