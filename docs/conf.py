@@ -11,6 +11,7 @@ import builtins
 import importlib
 import inspect
 import re
+import runpy
 import sys
 from pathlib import Path
 
@@ -299,7 +300,47 @@ class _BuiltinsAsText(SphinxPostTransform):
                 node.replace_self(node.children or nodes.literal(text=node["reftarget"]))
 
 
+def _lite_notebooks() -> tuple[tuple[str, ...], dict[str, str]]:
+    """What docs/lite/build.py puts in the JupyterLite site (LITE) and leaves out, why."""
+    build = runpy.run_path(str(HERE / "lite" / "build.py"))  # not as __main__: no build
+    return build["LITE"], build["LEFT_OUT"]
+
+
+LITE, LEFT_OUT = _lite_notebooks()
+LITE_PAGE = "../../lite/lab/index.html?path={}.ipynb"
+"""A course page's live version, from docs/_build/html/course/ to the site make lite builds
+beside it (docs/_build/lite)."""
+
+
+def _run_in_the_browser(app, doctree):  # type: ignore[no-untyped-def]
+    """Under a course page's title: its "Run in the browser" link, or why it is not there."""
+    folder, _, name = app.env.docname.partition("/")
+    if folder != "course" or name not in (*LITE, *LEFT_OUT):
+        return
+    if name in LITE:
+        link = nodes.reference("", "Run in the browser", refuri=LITE_PAGE.format(name))
+        note = nodes.paragraph(
+            "",
+            "",
+            link,
+            nodes.Text(": this notebook in the JupyterLite site "),
+            nodes.literal(text="make lite"),
+            nodes.Text(" builds beside these pages (Python in the tab, nothing installed)."),
+            classes=["lite-link"],
+        )
+    else:
+        note = nodes.paragraph(
+            "",
+            f"Not in the browser version of the course: this notebook {LEFT_OUT[name]}.",
+            classes=["lite-left-out"],
+        )
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None:
+        section.insert(1, note)
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("doctree-read", _run_in_the_browser)
     app.connect("missing-reference", _resolve_at_public_home)
     app.connect("source-read", _add_signature_types)
     app.add_post_transform(_BuiltinsAsText)

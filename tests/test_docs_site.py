@@ -145,3 +145,18 @@ def test_each_type_named_in_a_signature_is_listed_where_it_is_defined() -> None:
     section = conf["_signature_types_section"]()  # raises for a type that has moved
     for path in conf["SIGNATURE_TYPES"]:
         assert f":: {path}\n" in section
+
+
+@pytest.mark.slow  # builds the site unless make docs did
+def test_each_course_page_links_to_its_live_version_or_says_why_it_has_none(site: Path) -> None:
+    build = runpy.run_path(str(ROOT / "docs" / "lite" / "build.py"))
+    pages = {p.stem for p in (site / "course").glob("[0-9]*.html")}
+    assert pages == {*build["LITE"], *build["LEFT_OUT"]}  # every course page is one or other
+    for name in build["LITE"]:
+        page = (site / "course" / f"{name}.html").read_text()
+        link = f'href="../../lite/lab/index.html?path={name}.ipynb">Run in the browser</a>'
+        assert link in page, name
+    for name, why in build["LEFT_OUT"].items():
+        page = (site / "course" / f"{name}.html").read_text()
+        assert "Run in the browser</a>" not in page, name
+        assert f"Not in the browser version of the course: this notebook {why}." in page, name

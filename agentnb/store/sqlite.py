@@ -21,6 +21,11 @@ Settings, and why:
   passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)`` (waiting ``WAL_WAIT_MS`` at
   most for readers, then again after its next write), and ``journal_size_limit`` trims the
   file when the WAL restarts.
+* in the browser (Pyodide, ``sys.platform == "emscripten"``) the file must be on a file
+  system that reports an open file's size (:func:`keeps_sizes`): the kernel's memory file
+  system (``/tmp``, ``/home/pyodide``) does, and there WAL works as it does on a disk.
+  JupyterLite's browser drive (``/drive``, where a notebook's directory is) does not, and
+  no journal mode mends that, so a database there is refused on open, saying where to put it.
 * ``BEGIN IMMEDIATE`` for every write transaction — the write lock is taken up front, so
   two processes can never both read a row and then both decide to change it. A running
   step is one statement (its fenced ``INSERT``), its own transaction: SQLite takes the
@@ -54,6 +59,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -172,6 +178,59 @@ def failure(path: str, error: sqlite3.Error, doing: str, note: str = "") -> Stor
     else:
         return None
     return kind(path, doing, reason, f"{fix} {note}".rstrip())
+
+
+def keeps_sizes(directory: str) -> bool:
+    """Whether a file being written in ``directory`` reports its new size while it is
+    open: what SQLite reads (``fstat``) to know how many pages its file holds.
+
+    True on every local file system and on Pyodide's memory file system; False on
+    JupyterLite's browser drive (``/drive``), where every open file is a private copy of the
+    contents saved back only when it is closed, and ``fstat`` gives the saved size. There
+    SQLite reads its own writes back as "database disk image is malformed" in every journal
+    mode (WAL, DELETE, TRUNCATE, PERSIST, MEMORY and OFF, measured in Chromium with
+    JupyterLite 0.8.6 and Pyodide 314.0.6); ``locking_mode=EXCLUSIVE`` lets one connection
+    work, but a second one on the file (another store, :func:`agentnb.teach.check`) is
+    locked out, and a copy per descriptor could not see the first one's writes anyway.
+    Probed with one byte written and removed; a directory that cannot be probed says True
+    (opening the database then gives SQLite's own error).
+
+    Example:
+        >>> import tempfile
+        >>> keeps_sizes(tempfile.gettempdir())
+        True
+    """
+    probe = os.path.join(directory, f".agentnb-probe-{os.getpid()}")
+    try:
+        fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_EXCL)
+    except OSError:
+        return True
+    try:
+        os.write(fd, b"x")
+        return os.fstat(fd).st_size == 1
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+
+
+def refuse_browser_drive(path: str, platform: str) -> None:
+    """In the browser (``platform`` is ``sys.platform``: ``"emscripten"`` under Pyodide),
+    refuse a database on a file system SQLite cannot use (see :func:`keeps_sizes`), saying
+    where to put it instead; elsewhere there is nothing to check."""
+    if platform != "emscripten" or path in ("", ":memory:") or path.startswith("file:"):
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if keeps_sizes(directory):
+        return
+    raise StoreFileError(
+        path,
+        "open",
+        f"the file system holding {directory} (JupyterLite's browser drive) saves a file "
+        "only when it is closed and does not report its size while it is open, and SQLite "
+        "needs that in every journal mode",
+        "Keep the database in the kernel's memory file system, e.g. "
+        "SqliteCheckpointer('/tmp/runs.sqlite3'): it lasts as long as the kernel.",
+    )
 
 
 def _no_space(path: str) -> bool:
@@ -341,6 +400,8 @@ class SqliteCheckpointer(SqlCheckpointer):
 
     Args:
         path: the database file; created (with its directory's permissions) if missing.
+            In the browser (JupyterLite), a file in the kernel's memory file system
+            (``/tmp/runs.sqlite3``): one on the browser's drive is refused (see the module).
         timeout: seconds a write waits for another process's transaction.
         synchronous: SQLite's ``synchronous`` level for steps, ``"NORMAL"`` (default) or
             ``"FULL"``. Decisions and effects are committed at ``FULL`` at least, whatever it is.
@@ -376,6 +437,7 @@ class SqliteCheckpointer(SqlCheckpointer):
         # Decisions and effects: FULL, or the store's own level when that is stronger.
         self._durable = max(level, DURABLE, key=SYNCHRONOUS_LEVELS.index)
         self.path = os.fspath(path)
+        refuse_browser_drive(self.path, sys.platform)
         self._lock = threading.RLock()
         self._machines: SqliteMachineStore | None = None
         try:

@@ -48,14 +48,22 @@ LITE = (
     "07-statecharts",
     "09-agent-loop",
 )
-"""The course notebooks that run in the browser."""
+"""The course notebooks that run in the browser; each one's page in the docs links to it
+(docs/conf.py)."""
 LEFT_OUT = {
     "02-human-approval": "decides from another process with the agentnb CLI (a subprocess)",
     "04-reliability": "kills a worker process to show what survives a crash",
     "08-scale-out": "starts a PostgreSQL server and worker processes",
+    "10-bring-your-langgraph": (
+        "runs LangGraph, whose compiled dependencies (ormsgpack, xxhash, pydantic-core) "
+        "this site does not ship"
+    ),
 }
-"""The others, and what they need that a browser tab does not have."""
+"""The others, and what they need that a browser tab (or this site) does not have; the docs'
+course pages say it too (docs/conf.py)."""
 
+WORKDIR = "/home/pyodide/course"
+"""Where the notebooks work in the browser: the kernel's memory file system."""
 INSTALL = "agentnb ipywidgets anywidget jsonschema prometheus_client"
 INSTALL_CELL = {
     "cell_type": "code",
@@ -64,11 +72,17 @@ INSTALL_CELL = {
     "metadata": {},
     "outputs": [],
     "source": [
-        "# In the browser: install agentnb from this site's own wheels (nothing is fetched).\n",
-        f"%pip install {INSTALL}",
+        "# In the browser: install agentnb from this site's own wheels (nothing is fetched),\n",
+        "# and work in the kernel's memory: the browser's drive cannot hold a SQLite database.\n",
+        f"%pip install {INSTALL}\n",
+        "import os\n",
+        f"os.makedirs({WORKDIR!r}, exist_ok=True)\n",
+        f"os.chdir({WORKDIR!r})",
     ],
 }
-"""The first cell of every lite notebook: the Pyodide kernel imports only what is installed."""
+"""The first cell of every lite notebook: the Pyodide kernel imports only what is installed,
+and the notebook's ``runs/`` goes where SQLite works (agentnb refuses a database on the
+drive: see ``keeps_sizes`` in agentnb/store/sqlite.py)."""
 
 FEDERATED = ("jupyterlite-pyodide-kernel", "jupyterlab-widgets", "anywidget")
 """The JupyterLab extensions the site carries (from their wheels; nothing else installed
@@ -213,7 +227,9 @@ def stage_notebooks(files: Path) -> None:
     (files / "README.md").write_text(
         "# The agentnb course, in the browser\n\n"
         "Python runs in this tab (Pyodide): nothing is installed, nothing leaves the page. "
-        "Open a notebook and run its cells:\n\n"
+        "Open a notebook and run its cells. What a notebook writes (its `runs/` "
+        f"databases) is kept in the kernel's memory, in `{WORKDIR}`, and is gone "
+        "when the kernel restarts.\n\n"
         f"{rows}\n\n"
         "Left out, because a browser tab cannot do what they show (run them with "
         "`make demo` on a machine with Python):\n\n"

@@ -1,6 +1,8 @@
 """The course in the browser, for real: the JupyterLite site ``make lite`` built, served from
 127.0.0.1, opens notebook 01 in Debian's Chromium, runs every cell in Pyodide, then drives a
-run from the panel (Step, Approve) to its end. No request may leave 127.0.0.1.
+run from the panel (Step, Approve) to its end, and sees a database on the browser's drive
+refused (SQLite cannot work there: agentnb.store.sqlite.keeps_sizes). No request may leave
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -63,18 +65,38 @@ def run_all(page: Any, cells: int) -> None:
     page.locator('li[data-command="runmenu:run-all"]').click()
     last = f"[{cells}]:"
 
-    def all_ran() -> bool:
+    def ran_or_stopped() -> str:
         prompts = [p.strip() for p in page.locator(".jp-InputPrompt").all_inner_texts()]
-        return last in prompts and not {"[*]:", "[ ]:"} & set(prompts)
+        if last in prompts and not {"[*]:", "[ ]:"} & set(prompts):
+            return "ran"
+        # A cell that raised stops the run: fail then, not at the deadline.
+        idle = page.locator("#jp-main-statusbar").get_by_text(KERNEL_IDLE).count() > 0
+        return "stopped" if idle and tracebacks(page) else ""
 
     # Pyodide starts and installs the site's wheels in the page first: minutes on a busy CI.
     try:
-        wait_for(all_ran, 420, "every cell to run in Pyodide", page=page)
+        outcome = wait_for(ran_or_stopped, 420, "every cell to run in Pyodide", page=page)
     except AssertionError as timeout:
+        outcome = str(timeout)
+    if outcome != "ran":
         page.screenshot(path=ARTIFACTS / "lite-run-all.png")
         outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
         prompts = page.locator(".jp-InputPrompt").all_inner_texts()
-        raise AssertionError(f"{timeout}; prompts {prompts}; outputs {outputs[-3:]}") from None
+        raise AssertionError(f"{outcome}; prompts {prompts}; outputs {outputs[-3:]}")
+
+
+def run_below(page: Any, code: str) -> None:
+    """Run ``code`` in a new cell below the last one (Enter: edit it, not command it)."""
+    page.locator(".jp-Cell").last.click()
+    for key in ("Escape", "b", "Enter"):
+        page.keyboard.press(key)
+    page.keyboard.type(code)
+    page.keyboard.press("Shift+Enter")
+
+
+def tracebacks(page: Any) -> list[str]:
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    return [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
 
 
 def test_notebook_01_runs_in_the_browser_and_its_panel_steps_and_approves(
@@ -89,17 +111,16 @@ def test_notebook_01_runs_in_the_browser_and_its_panel_steps_and_approves(
     cells = nbformat.read(SITE / "files" / NOTEBOOK, as_version=4).cells
     code_cells = sum(cell.cell_type == "code" for cell in cells)
     run_all(page, code_cells)
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
-    assert tracebacks == []
+    assert tracebacks(page) == []
     # A panel on a new big refund, in a cell added below the last.
-    page.locator(".jp-Cell").last.click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")
-    page.keyboard.type('workflow.start({"requested": 900}, run_id="in-the-browser").view()')
-    page.keyboard.press("Shift+Enter")
-    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text="in-the-browser"))
-    view.wait_for(timeout=120_000)
+    run_below(page, 'workflow.start({"requested": 900}, run_id="lite-browser").view()')
+    view = page.locator(".agentnb-rv", has=page.locator(".rv-title", has_text="run lite-browser"))
+    try:
+        view.wait_for(timeout=120_000)
+    except Exception:
+        page.screenshot(path=ARTIFACTS / "lite-panel.png")
+        outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+        raise AssertionError(f"no panel; the last outputs: {outputs[-2:]}") from None
     view.scroll_into_view_if_needed()
     for _ in range(5):
         if view.get_attribute("data-status") == "pending":
@@ -119,5 +140,10 @@ def test_notebook_01_runs_in_the_browser_and_its_panel_steps_and_approves(
         lambda: view.get_attribute("data-status") == "completed", 120, "the run to end", page=page
     )
     view.screenshot(path=ARTIFACTS / "lite-runview.png")
+    # The notebook works in the kernel's memory (the build's first cell): a database on the
+    # browser's drive, where SQLite cannot work, is refused, saying where to put it.
+    run_below(page, 'SqliteCheckpointer("/drive/refused.sqlite3")')
+    refused = "StoreFileError: cannot open /drive/refused.sqlite3: the file system holding /drive"
+    wait_for(lambda: any(refused in t for t in tracebacks(page)), 60, "the refusal", page=page)
     assert browser.external == []
     assert browser.dialogs == []

@@ -13,10 +13,12 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.test_docs_site import EXTERNAL, fetched
+from tests.test_docs_site import SITE as DOCS
 
 ROOT = Path(__file__).parents[2]
 SITE = ROOT / "docs" / "_build" / "lite"
@@ -31,6 +33,13 @@ def site() -> Path:
     if not (SITE / "jupyter-lite.json").exists():
         pytest.fail(f"no JupyterLite site at {SITE}: build it with `make lite` first")
     return SITE
+
+
+@pytest.fixture(scope="module")
+def docs_site() -> Path:
+    if not (DOCS / "index.html").exists():
+        pytest.fail(f"no documentation site at {DOCS}: build it with `make docs` first")
+    return DOCS
 
 
 def node(*flags: str) -> list[str]:
@@ -124,3 +133,21 @@ def test_no_file_of_the_site_points_at_another_host(site: Path) -> None:
     lock = json.loads((site / "static" / "pyodide" / "pyodide-lock.json").read_text())
     for package in lock["packages"].values():  # every locked package is shipped
         assert (site / "static" / "pyodide" / package["file_name"]).is_file()
+
+
+def test_each_course_pages_browser_link_opens_one_of_the_sites_notebooks(
+    site: Path, docs_site: Path
+) -> None:
+    links = {}
+    for page in sorted((docs_site / "course").glob("*.html")):
+        for href in re.findall(r'href="(\.\./\.\./lite/[^"#]+)"', page.read_text()):
+            links.setdefault(page.stem, []).append(href)
+    assert set(links) >= {p.stem for p in lite_notebooks(site)}  # the index links them too
+    for page, hrefs in links.items():
+        for href in hrefs:
+            url = urlsplit(href)
+            app = (docs_site / "course" / url.path).resolve()
+            assert app == site.resolve() / "lab" / "index.html", (page, href)
+            assert app.is_file(), (page, href)
+            (notebook,) = parse_qs(url.query)["path"]
+            assert (site / "files" / notebook).is_file(), (page, href)

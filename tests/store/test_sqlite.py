@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from agentnb import SqliteCheckpointer, Status
-from agentnb.errors import SchemaVersionError, StoreError
+from agentnb.errors import SchemaVersionError, StoreError, StoreFileError
 from agentnb.examples import build_refund_workflow
+from agentnb.store import sqlite as sqlite_store
 from agentnb.store.migrate import LATEST
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -391,3 +392,38 @@ def test_a_step_that_cannot_have_the_write_lock_is_a_store_error_and_writes_noth
         assert [cp.step for cp in store.checkpoints(run.run_id)] == [0]
         store.commit(run.run_id, fence, change, lease_seconds=60)  # the lock is free again
         assert store.checkpoint(run.run_id).state == {"n": 1}
+
+
+def test_a_local_directory_reports_open_files_sizes_and_the_probe_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    assert sqlite_store.keeps_sizes(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_in_the_browser_a_database_on_a_drive_without_open_sizes_is_refused_with_where_to_put_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # JupyterLite's /drive is such a file system (tests/e2e/test_lite_browser.py meets it).
+    probed: list[str] = []
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    monkeypatch.setattr(sqlite_store, "keeps_sizes", lambda d: probed.append(d) or False)
+    with pytest.raises(StoreFileError) as refused:
+        SqliteCheckpointer(tmp_path / "runs.sqlite3")
+    assert probed == [str(tmp_path)]
+    assert refused.value.doing == "open"
+    assert "JupyterLite's browser drive" in refused.value.reason
+    assert "SqliteCheckpointer('/tmp/runs.sqlite3')" in refused.value.fix
+    assert list(tmp_path.iterdir()) == []  # nothing created
+    SqliteCheckpointer(":memory:").close()  # nothing on a file system: nothing to probe
+    assert probed == [str(tmp_path)]
+
+
+def test_outside_the_browser_the_file_system_is_not_probed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def probe(directory: str) -> bool:
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(sqlite_store, "keeps_sizes", probe)
+    SqliteCheckpointer(tmp_path / "runs.sqlite3").close()
