@@ -127,11 +127,6 @@ class Committer:
         """Commit ``change`` (with the run's new ``state`` and ``frontier``, for a step):
         every commit of a drive goes through here."""
         await self.store.acommit(self.run_id, self.fence, change, lease_seconds=self._lease_seconds)
-        self._committed(change, state, frontier)
-
-    def _committed(
-        self, change: StepCommit, state: dict[str, Any] | None, frontier: Frontier | None
-    ) -> None:
         self.released = change.release
         self.pending = []
         self.change = change

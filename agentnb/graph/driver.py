@@ -179,7 +179,8 @@ class Driver(Fanout):
                         yield event
                 if change.status is not _RUNNING:
                     return
-                await self._breathe(cursor)
+                if _breathe(cursor):
+                    await asyncio.sleep(0)
         except (asyncio.CancelledError, KeyboardInterrupt) as exc:
             if not self.released:
                 where = self.change.node if self.change is not None else self.start.record.node
@@ -244,9 +245,9 @@ class Driver(Fanout):
         """Whether the superstep may run (``None``), or why the drive stops before it:
         the run is past its ``recursion_limit``, at its end, done with this call's
         supersteps, asked to halt, out of ``max_steps``, or paused by an interrupt."""
-        step, head = cursor.step, superstep.head
+        step = cursor.step
         if cursor.allowed is not None and cursor.executed > cursor.allowed:
-            failed, limit = await self._past_limit(head, step)
+            failed, limit = await self._past_limit(superstep.head, step)
             return _Stop(failed, limit)
         if not superstep.tasks:
             return _Stop(await self._finish(self.state, step))
@@ -258,6 +259,7 @@ class Driver(Fanout):
         if cursor.executed and self.halt is not None and self.halt():
             return _Stop()
         if step >= record.max_steps:
+            head = superstep.head
             budget = StepBudgetExhausted(self.run_id, record.max_steps, head)
             failed = self._failed(head, step, budget)
             return _Stop(await self._stop(Status.FAILED, head, step, failed, budget), budget)
@@ -302,7 +304,7 @@ class Driver(Fanout):
 
     def _started(self, superstep: _Superstep, step: int) -> Event:
         """The start event of a linear step's one task: the first of its step's events."""
-        start = self._event(_NODE_START, superstep.head, step, {})
+        start = self._event(_NODE_START, superstep.tasks[0].node, step, {})
         self.pending = [start]
         return start
 
@@ -432,19 +434,24 @@ class Driver(Fanout):
         # Past the recursion limit, LangGraph's next tick fails first: no pause before it,
         # no end folded in. An interrupt after a node of this superstep comes before that
         # tick (LangGraph's after_tick): it pauses — or, when nothing is next, the run ends.
-        after = next((t.node for t in superstep.tasks if t.node in wf.interrupts_after), None)
+        after_nodes = wf.interrupts_after
+        after = None
+        if after_nodes:  # (most graphs have none: no search, no generator)
+            after = next((t.node for t in superstep.tasks if t.node in after_nodes), None)
         over = cursor.allowed is not None and cursor.executed > cursor.allowed
         ends = node == END and (not over or after is not None)
         if node == END:
             after = None
         return node, after, pause and not over, ends
 
-    async def _breathe(self, cursor: _Cursor) -> None:
-        """Visit the event loop now and then (every ``_YIELD_EVERY`` seconds)."""
-        now = time.monotonic()
-        if now - cursor.last_yield > _YIELD_EVERY:
-            cursor.last_yield = now
-            await asyncio.sleep(0)
+
+def _breathe(cursor: _Cursor) -> bool:
+    """Whether it is time to visit the event loop (every ``_YIELD_EVERY`` seconds)."""
+    now = time.monotonic()
+    if now - cursor.last_yield > _YIELD_EVERY:
+        cursor.last_yield = now
+        return True
+    return False
 
 
 def _linear(frontier: Frontier | None, node: str) -> tuple[str, Frontier | None]:

@@ -265,7 +265,10 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         return self._store.effects(self.run_id)
 
     def __repr__(self) -> str:
-        r = self.record
+        # The row as this handle last saw it (``status`` reads the store): a repr does no
+        # I/O. Python 3.11's asyncio runner formats a finished main task's result twice at
+        # every sync call (run.run() returns the run), which read the run's row twice.
+        r = self._record
         worker = f", worker {r.lease_owner}" if r.lease_owner else ""
         return (
             f"<Run {self.run_id[:12]} of {r.graph!r}: {r.status} at {r.node!r}, "

@@ -17,6 +17,7 @@ from agentnb import (
     IncompatibleWorkflow,
     InvalidDecision,
     InvalidState,
+    MemoryCheckpointer,
     NodeContext,
     NodeFailed,
     RoutingError,
@@ -576,3 +577,20 @@ def test_async_decisions_are_twins_of_the_sync_ones(store: Checkpointer) -> None
 
     assert asyncio.run(scenario()) == ["approved", "rejected", "completed", "rejected"]
     assert refunds == [1000]
+
+
+def test_a_run_s_repr_reads_nothing_from_the_store() -> None:
+    # (asyncio's runner formats a sync call's result, the run, twice per run.run())
+    class Counting(MemoryCheckpointer):
+        reads = 0
+
+        def get_run(self, run_id: str) -> Any:
+            Counting.reads += 1
+            return super().get_run(run_id)
+
+    run = build_refund_workflow(Counting(), []).start({"requested": 1000})
+    run.run()
+    before = Counting.reads
+    text = repr(run)
+    assert Counting.reads == before
+    assert "pending at 'human_approval'" in text
