@@ -1,6 +1,7 @@
 # Two commands on a fresh Debian/Ubuntu machine with Python 3.11+:
 #   make demo   - set up .venv with the notebook extras and open JupyterLab on notebooks/
-#   make test   - set up .venv with the test tools, then lint, type-check and run the tests
+#   make test   - set up .venv with the test tools, then lint, type-check, build the docs
+#                 and the lite site, and run every test, notebook and browser test
 #   make check  - the fast inner loop: lint, types and the tests that start no process,
 #                 server, kernel or browser (under 90 s on 2 cores)
 #   make docs   - (optional) build the documentation site offline into docs/_build/html
@@ -110,8 +111,9 @@ nbval: $(VENV)/.dev system-deps postgres-server
 # instead of each session waiting for its last long test, and the notebooks' kernels and
 # the browser's pages, which wait on other processes, overlap the CPU-bound tests. The
 # browser tests' own notebooks (tests/e2e/notebooks) are their data, not course notebooks.
-suite: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadfile --durations=20 $(NBVAL) \
+# The lite site's tests run in it too, on the site make lite built and the docs they link.
+suite: $(VENV)/.dev test-system-deps docs lite
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --durations=20 $(NBVAL) \
 	  --ignore=tests/e2e/notebooks tests $(NOTEBOOKS)
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).
@@ -147,7 +149,7 @@ lite-check: lite docs $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser" tests/lite
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser" tests/e2e
 
-test: lint docs suite soak
+test: lint docs lite suite soak
 
 # The fast inner loop (make test is the whole check): lint and types, then the tests marked
 # neither slow (processes, kernels) nor browser, on the in-process backends only: the

@@ -59,13 +59,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if asks or any(isinstance(v, str) and v.startswith("postgres") for v in variants):
             item.add_marker(pytest.mark.postgres)
     # Under --dist loadfile (make test) a file's tests are one unit of work: the longest
-    # units go first (the browser modules, then the notebooks), so that the many short
-    # files even out the end and no worker waits alone on one long file.
+    # units go first (the browser and lite modules, then the notebooks), so that the many
+    # short files even out the end and no worker waits alone on one long file.
     items.sort(key=_unit_rank)
 
 
 def _unit_rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("browser"):
+    if item.get_closest_marker("browser") or item.get_closest_marker("lite"):
         return 0
     return 1 if item.path.suffix == ".ipynb" else 2
 

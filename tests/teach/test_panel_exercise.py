@@ -7,7 +7,6 @@ records each event in the store like ``send`` does, and the checker reads those 
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +14,9 @@ from agentnb import ManualClock, SqliteCheckpointer
 from agentnb.teach import grade
 from agentnb.widgets import MachineView
 from tests.teach.chart_scenarios import microwave
+from tests.waiting import until
 
 CLICKS = ["start", "defrost", "stop", "start"]
-
-
-async def _until(condition: Any, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def _click_through(view: MachineView, count: Any, events: list[str]) -> None:
@@ -33,9 +25,9 @@ def _click_through(view: MachineView, count: Any, events: list[str]) -> None:
             before = count()
             message = {"kind": "send", "event": event, "payload": "", "seq": view.seq}
             view._on_msg(view, message, [])
-            await _until(lambda b=before: count() > b, what=f"the click on {event!r}")
+            await until(lambda b=before: count() > b, what=f"the click on {event!r}")
             # the panel shows the new state before the next click, as a person would see it
-            await _until(lambda: view.seq == count(), what=f"the panel after {event!r}")
+            await until(lambda: view.seq == count(), what=f"the panel after {event!r}")
 
     asyncio.run(main())
 

@@ -9,24 +9,15 @@ it: the nodes the student predicts.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any
 
 from agentnb import SqliteCheckpointer
 from agentnb.teach import grade
 from agentnb.widgets import RunView
 from tests.teach.parallel_scenarios import outline
+from tests.waiting import until
 
 SUPERSTEPS = [["plan"], ["papers", "web"], ["cite"], ["write"]]
-
-
-async def _until(condition: Any, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def _lit(view: RunView) -> list[str]:
@@ -44,10 +35,10 @@ def _click_step_until_done(view: RunView) -> list[list[str]]:
             lit.append(_lit(view))
             before, drawn = view.step, len(view.overlay["traversed"])
             view._on_msg(view, {"kind": "step", "view": "v"}, [])
-            await _until(lambda b=before: view.step > b, what=f"the Step from step {before}")
+            await until(lambda b=before: view.step > b, what=f"the Step from step {before}")
             task = view._controls.task
-            await _until(lambda t=task: t is None or t.done(), what="the Step to finish")
-            await _until(
+            await until(lambda t=task: t is None or t.done(), what="the Step to finish")
+            await until(
                 lambda d=drawn: len(view.overlay["traversed"]) > d, what="the panel to redraw"
             )
 

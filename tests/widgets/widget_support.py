@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
@@ -11,6 +10,7 @@ from agentnb import END, Run, StateGraph, Workflow
 from agentnb.store.base import Checkpointer
 from agentnb.widgets import RunView
 from agentnb.widgets._live import LiveView
+from tests.waiting import until
 
 T = TypeVar("T")
 V = TypeVar("V", bound=LiveView)
@@ -27,15 +27,6 @@ XSS = [
 def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a scenario inside a running event loop, as a Jupyter kernel would."""
     return asyncio.run(main())
-
-
-async def until(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
-    """Wait for ``condition()`` to hold, letting the loop run; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        await asyncio.sleep(0.005)
 
 
 class Recorder(Generic[V]):
