@@ -84,10 +84,10 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/mypy agentnb
 
 # The tests, browser tests included (marked browser: they need /usr/bin/chromium). A
-# file's tests stay on one worker (--dist loadfile): a browser module's tests share its
-# page. The lite site's tests (marked lite) run in make lite-check, which builds the site.
+# browser module's tests stay on one worker (--dist loadgroup; tests/conftest.py groups
+# them): they share its page. The lite site's tests (marked lite) run in make lite-check, which builds the site.
 unit: $(VENV)/.dev test-system-deps
-	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadfile --durations=20
+	$(PY) -m pytest -m "not lite" -n $(JOBS) --dist loadgroup --durations=20
 
 # The differential suite against LangGraph on 5,000 generated graphs (make test runs 300);
 # it prints the agreement figure. The graphs are 20 test items of 250, each with its own
@@ -106,14 +106,13 @@ NOTEBOOKS := notebooks/*.ipynb notebooks/solutions/*.ipynb
 nbval: $(VENV)/.dev system-deps postgres-server
 	$(PY) -m pytest -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) $(NOTEBOOKS)
 
-# make test runs unit and nbval as one pytest session (pytest-xdist 3.8's --dist loadgroup
-# does not group under pytest 9.2, so a file is the unit): the workers stay busy to the end
+# make test runs unit and nbval as one pytest session: the workers stay busy to the end
 # instead of each session waiting for its last long test, and the notebooks' kernels and
 # the browser's pages, which wait on other processes, overlap the CPU-bound tests. The
 # browser tests' own notebooks (tests/e2e/notebooks) are their data, not course notebooks.
 # The lite site's tests run in it too, on the site make lite built and the docs they link.
 suite: $(VENV)/.dev test-system-deps docs lite
-	$(PY) -m pytest -n $(JOBS) --dist loadfile --durations=20 $(NBVAL) \
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=20 $(NBVAL) \
 	  --ignore=tests/e2e/notebooks tests $(NOTEBOOKS)
 
 # Re-execute the notebooks and store their outputs (after changing them or agentnb).

@@ -48,26 +48,26 @@ def records_are_values() -> Iterator[None]:
         yield
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that needs the PostgreSQL server ``postgres``: it asks for the server
     (``pg_dsn``, ``pg_cluster``, ``dsn``) or is a PostgreSQL variant of a backend-parametrized
-    test. ``make check`` leaves them out; ``make test`` runs them."""
+    test. ``make check`` leaves them out; ``make test`` runs them.
+
+    And keep on one worker what must run together under ``--dist loadgroup`` (make test):
+    a notebook's cells (nbval runs them in order in one kernel) and a browser or lite
+    module's tests (they share its page, its Chromium or its Pyodide). xdist hands out the
+    largest groups first, so these long units start early and the single tests even out
+    the end."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         variants = callspec.params.values() if callspec else ()
         asks = {"pg_dsn", "pg_cluster", "dsn"} & set(getattr(item, "fixturenames", ()))
         if asks or any(isinstance(v, str) and v.startswith("postgres") for v in variants):
             item.add_marker(pytest.mark.postgres)
-    # Under --dist loadfile (make test) a file's tests are one unit of work: the longest
-    # units go first (the browser and lite modules, then the notebooks), so that the many
-    # short files even out the end and no worker waits alone on one long file.
-    items.sort(key=_unit_rank)
-
-
-def _unit_rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("browser") or item.get_closest_marker("lite"):
-        return 0
-    return 1 if item.path.suffix == ".ipynb" else 2
+        together = item.get_closest_marker("browser") or item.get_closest_marker("lite")
+        if together or item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(autouse=True)
