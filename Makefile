@@ -14,9 +14,10 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
 # pytest-xdist workers: the tests spend much of their time waiting on processes, servers,
-# kernels and fsync, so more workers than cores keep both cores busy (make test's session
-# here: 9 min 12 s on two workers, 7 min 47 s on three, both cores 60% and 72% busy).
-JOBS   ?= 4
+# kernels and fsync, so more workers than cores keep both cores busy. make test's session
+# here: 9 min 12 s on two workers, 7 min 47 s on three, 8 min 34 s on four (each worker
+# collects the suite: 21 s on three, 37 s on four).
+JOBS   ?= 3
 
 .PHONY: demo test check docs lite lite-check lint unit suite parity nbval soak notebooks bench system-deps test-system-deps postgres-server clean
 
@@ -30,7 +31,7 @@ $(VENV)/.notebook: pyproject.toml | $(PY)
 
 $(VENV)/.dev: pyproject.toml | $(PY)
 	$(PIP) install -e ".[dev]"
-	touch $@ $(VENV)/.notebook
+	touch $@ $(VENV)/.notebook $(VENV)/.lite
 
 # System packages, installed with apt-get when we are root; otherwise we say what to
 # install. Graphviz's `dot` draws the diagrams (they fall back to text without it);
@@ -150,9 +151,9 @@ lite-check: lite docs $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser" tests/lite
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser" tests/e2e
 
-# The installs first, then lint, docs and the lite site side by side (each mostly one
-# process), then the one session of tests and the soak.
-test: $(VENV)/.dev $(VENV)/.lite test-system-deps
+# The install first (dev holds the lite extra), then lint, docs and the lite site side by
+# side (each mostly one process), then the one session of tests and the soak.
+test: $(VENV)/.dev test-system-deps
 	$(MAKE) --no-print-directory -j3 lint docs lite
 	$(MAKE) --no-print-directory suite soak
 
