@@ -40,6 +40,7 @@ from agentnb._json import dumps
 from agentnb.errors import AgentnbError, MissingDependency, RunNotFound, StaleApproval
 from agentnb.graph.builder import END, StateGraph
 from agentnb.graph.run import Run, StepResult
+from agentnb.interop._mirrored import mirrored_node, never_routed
 from agentnb.interop._readable import readable
 from agentnb.render.model import END_ID, START_ID, Diagram, Edge, EdgeKind, Node, NodeKind
 from agentnb.store.base import Checkpointer, CheckpointWrite, StepCommit
@@ -91,20 +92,6 @@ def diagram(app: Any, *, title: str | None = None, halt_before: Collection[str] 
     return Diagram(nodes=tuple(nodes), edges=tuple(edges), title=title or "Burr", legend=True)
 
 
-def _node_fn(name: str) -> Any:
-    def burr_action(state: dict[str, Any]) -> None:
-        raise AgentnbError(
-            f"action {name!r} belongs to a Burr application: agentnb only mirrors it. "
-            "Drive it through its BurrRun (run.step(), run.run(), the panel)."
-        )
-
-    return burr_action
-
-
-def _never_routed(state: dict[str, Any]) -> str:
-    raise AgentnbError("a Burr application's transitions run in Burr, never in agentnb")
-
-
 class _Hook(PreRunStepHook, PostRunStepHook):
     """Burr's lifecycle hooks, mirrored onto ``run`` (in whatever thread steps the app)."""
 
@@ -149,8 +136,10 @@ def attach(
         store = MemoryCheckpointer()
     mirror = StateGraph(name or "Burr", max_steps=10**6)
     for action in actions:
-        mirror.add_node(action, _node_fn(action))
-        mirror.add_conditional_edges(action, _never_routed, [*actions, END])
+        mirror.add_node(action, mirrored_node(action, "action", "a Burr application", "BurrRun"))
+        mirror.add_conditional_edges(
+            action, never_routed("a Burr application's transitions run in Burr"), [*actions, END]
+        )
     mirror.set_entry_point(app.graph.entrypoint.name)
     workflow = mirror.compile(store, max_steps=10**6)
     run_id = str(app.uid)

@@ -72,6 +72,7 @@ from agentnb.interop._langgraph_diagram import (
     interrupts_of,
     subgraphs_of,
 )
+from agentnb.interop._mirrored import mirrored_node, never_routed
 from agentnb.interop._readable import readable
 from agentnb.render.model import Diagram
 from agentnb.store.base import Checkpointer, CheckpointWrite, DecisionEdit, StepCommit
@@ -126,20 +127,6 @@ def _interrupt_text(value: Any) -> dict[str, Any]:
     return {"question": json.dumps(shown, ensure_ascii=False)}
 
 
-def _node_fn(name: str) -> Callable[[dict[str, Any]], None]:
-    def langgraph_node(state: dict[str, Any]) -> None:
-        raise AgentnbError(
-            f"node {name!r} belongs to a LangGraph graph: agentnb only mirrors it. "
-            "Drive it through its LangGraphRun (run.step(), run.run(), the panel)."
-        )
-
-    return langgraph_node
-
-
-def _never_routed(state: dict[str, Any]) -> str:
-    raise AgentnbError("a LangGraph graph's routers run in LangGraph, never in agentnb")
-
-
 def _mirror_graph(graph: Any, name: str) -> StateGraph:
     """The nodes and entry of ``graph`` as an agentnb graph: what the panel's overlay folds
     the mirrored events against (the drawing is :func:`diagram`, not this)."""
@@ -155,7 +142,7 @@ def _mirror_graph(graph: Any, name: str) -> StateGraph:
             box: Any = _mirror_graph(sub, getattr(sub, "name", None) or node)
             mirror.add_node(node, box)
         else:
-            mirror.add_node(node, _node_fn(node))
+            mirror.add_node(node, mirrored_node(node, "node", "a LangGraph graph", "LangGraphRun"))
     entry = sorted(t for s, t in builder.edges if s == LG_START)
     for _start, branch in builder.branches.get(LG_START, {}).items():
         entry += sorted(t for t in (branch.ends or {}).values() if t != LG_END)
@@ -164,7 +151,9 @@ def _mirror_graph(graph: Any, name: str) -> StateGraph:
         mirror.set_entry_point(first)
     anywhere = [*builder.nodes, END]
     for node in builder.nodes:  # every node may lead anywhere: agentnb never routes it
-        mirror.add_conditional_edges(node, _never_routed, anywhere)
+        mirror.add_conditional_edges(
+            node, never_routed("a LangGraph graph's routers run in LangGraph"), anywhere
+        )
     for sources, target in getattr(builder, "waiting_edges", ()):
         with contextlib.suppress(DefinitionError):
             mirror.add_edge(list(sources), target if target != LG_END else END)
