@@ -8,6 +8,7 @@ web), furo's bundled assets only, notebooks rendered from their committed output
 from __future__ import annotations
 
 import builtins
+import hashlib
 import importlib
 import inspect
 import re
@@ -339,7 +340,19 @@ def _run_in_the_browser(app, doctree):  # type: ignore[no-untyped-def]
         section.insert(1, note)
 
 
+def _page_inputs() -> str:
+    """A digest of this file and docs/lite/build.py, which shape every page (the links, the
+    lite list) but which Sphinx does not track. Registered as a config value, a change to
+    either reads every page again: an incremental build had kept course pages built before
+    their "Run in the browser" link."""
+    digest = hashlib.sha256()
+    for path in (HERE / "conf.py", HERE / "lite" / "build.py"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.add_config_value("agentnb_page_inputs", _page_inputs(), "env")
     app.connect("doctree-read", _run_in_the_browser)
     app.connect("missing-reference", _resolve_at_public_home)
     app.connect("source-read", _add_signature_types)
