@@ -29,8 +29,10 @@ $(VENV)/.notebook: pyproject.toml | $(PY)
 	$(PIP) install -e ".[notebook]"
 	touch $@
 
+# --no-compile: pip compiles every installed module one after the other (24 s of 75 s here),
+# most of them never imported by the tests; Python compiles what is imported, once.
 $(VENV)/.dev: pyproject.toml | $(PY)
-	$(PIP) install -e ".[dev]"
+	$(PIP) install --no-compile -e ".[dev]"
 	touch $@ $(VENV)/.notebook $(VENV)/.lite
 
 # System packages, installed with apt-get when we are root; otherwise we say what to
@@ -151,11 +153,14 @@ lite-check: lite docs $(VENV)/.dev test-system-deps
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and not browser" tests/lite
 	$(PY) -m pytest -p no:cacheprovider -q -m "lite and browser" tests/e2e
 
-# The install first (dev holds the lite extra), then lint, docs and the lite site side by
-# side (each mostly one process), then the one session of tests and the soak.
+# The install first (dev holds the lite extra), then the docs and the lite site side by
+# side (the session's tests read both), then the one session of tests with lint and the
+# soak beside it: the session leaves a quarter of two cores idle while its tests wait on
+# processes, kernels and fsync, which mypy and the soak fill (each mostly one process;
+# lint before the session had cost 30 s on a fresh clone, the soak after it 35 s).
 test: $(VENV)/.dev test-system-deps
-	$(MAKE) --no-print-directory -j3 lint docs lite
-	$(MAKE) --no-print-directory suite soak
+	$(MAKE) --no-print-directory -j2 docs lite
+	$(MAKE) --no-print-directory -j3 lint suite soak
 
 # The fast inner loop (make test is the whole check): lint and types, then the tests marked
 # neither slow (processes, kernels) nor browser, on the in-process backends only: the
