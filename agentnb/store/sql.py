@@ -327,13 +327,15 @@ class SqlCheckpointer(Checkpointer):
         self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
     ) -> str:
         with self._write(durable=True) as db:
-            db.execute(
-                "INSERT INTO effects VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            # RETURNING gives a row only when this insert wrote it; else the first one kept.
+            written = db.execute(
+                "INSERT INTO effects VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING "
+                "RETURNING result",
                 (key, run_id, step, node, name, result_json, time.time()),
-            )
-            stored: str = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()[
-                0
-            ]
+            ).fetchone()
+            if written is None:
+                written = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()
+        stored: str = written[0]
         return stored
 
     def effects(self, run_id: str) -> list[Effect]:
