@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,7 +30,7 @@ from agentnb.errors import StoreError
 from agentnb.identity import Identity
 from agentnb.store import sql_checkpoints, sql_claims, sql_decisions, sql_retention, sql_steps
 from agentnb.store import sql_tasks as tasks
-from agentnb.store.base import DEFAULT_LEASE_SECONDS, Checkpointer
+from agentnb.store.base import DEFAULT_LEASE_SECONDS, Checkpointer, latest_interruptions
 from agentnb.store.claims import TimerClaim
 from agentnb.store.decisions import Ask, approver_name, check_decision
 from agentnb.store.history import CheckpointInfo
@@ -304,6 +304,18 @@ class SqlCheckpointer(Checkpointer):
         if not found and after == 0:
             self.get_run(run_id)
         return found
+
+    def interruptions(self, run_id: str, tasks: Collection[str] = ()) -> dict[str, Event]:
+        # The journal's key, newest first: the current pause's entry is read, not the run.
+        with self._reading() as db:
+            cursor = db.execute(
+                "SELECT events FROM entries WHERE run_id = ? ORDER BY seq DESC", (run_id,)
+            )
+            try:
+                newest_first = (e for (packed,) in cursor for e in reversed(unpack(run_id, packed)))
+                return latest_interruptions(newest_first, tasks)
+            finally:
+                cursor.close()
 
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         edits = "LEFT JOIN decision_edits ON decision_id = id"
