@@ -143,6 +143,39 @@ def test_opening_a_current_file_reads_its_stamp_and_sets_the_connection_only(
     ]
 
 
+def test_an_approval_cycle_reads_its_checkpoint_only_on_attach_and_writes_each_step_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start, pause, reopen, approve, finish: nothing the cycle wrote is read back but the
+    state a new handle needs, and the step after the approval is not tried twice."""
+    path = tmp_path / "cycle.sqlite3"
+    SqliteCheckpointer(path).close()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    refunds: list[int] = []
+    with SqliteCheckpointer(path) as store:
+        run = build_refund_workflow(store, refunds).start({"requested": 1000})
+        run.run()
+        assert not [s for s in statements if "kind IS NOT NULL" in s]  # no checkpoint read
+    with SqliteCheckpointer(path) as store:
+        again = build_refund_workflow(store, refunds).attach(run.run_id)
+        reads = len([s for s in statements if "kind IS NOT NULL" in s])
+        again.approve(by="ada")
+        again.run()
+        assert again.status == Status.COMPLETED
+        assert refunds == [1000]
+    assert len([s for s in statements if "kind IS NOT NULL" in s]) == reads  # attach's only
+    fenced = [s for s in statements if s.startswith("INSERT INTO entries") and "FROM runs" in s]
+    assert len(fenced) == 1  # the approved step's: its transaction does not try it again
+
+
 def test_a_file_that_is_not_a_database_is_a_clear_store_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("hello, this is not SQLite" * 100)
