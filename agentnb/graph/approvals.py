@@ -16,7 +16,7 @@ from agentnb.graph.state import apply_delta
 from agentnb.graph.superstep import Frontier, plan
 from agentnb.store.base import DecisionEdit, check_decision, pending_digest
 from agentnb.store.chains import Chain
-from agentnb.store.records import Decision, PendingTask, Status
+from agentnb.store.records import Decision, PendingTask, RunRecord, Status
 
 __all__ = ["Approvals"]
 
@@ -76,7 +76,8 @@ class Approvals(RunHandle):
         task: str | None,
         edit: DecisionEdit | None,
     ) -> Decision:
-        seen = self._record.seq
+        before = self._record
+        seen = before.seq
         decision_record = self._store.decide(
             self.run_id,
             decision,
@@ -92,6 +93,8 @@ class Approvals(RunHandle):
         if edit is not None and edit.state_json is not None:
             self._load_state(record)  # the approved state is the pending step's checkpoint
             self._chain = Chain.after(edit.state_json)  # stored whole by the decision
+        elif _decided_as_seen(before, decision_record, record):
+            self._record = record  # its entry holds no checkpoint: the state is as it was
         else:
             self._sync(record)
         if self.workflow.listeners:
@@ -358,6 +361,22 @@ class Approvals(RunHandle):
         return await self.adecide(
             "rejected", by=by, comment=comment, expected_digest=expected_digest, task=task
         )
+
+
+def _decided_as_seen(before: RunRecord, decision: Decision, after: RunRecord) -> bool:
+    """Whether ``decision`` was made on the very pause ``before`` shows: accepted, bound
+    to its pending digest (which covers the run, node, step and state) — so the state in
+    memory is the one decided on, and the decision's own entry, which carries no
+    checkpoint, is all that was written since. Then the handle need not read the state
+    again (the approval cycle's six statements of the reload)."""
+    return (
+        decision.accepted
+        and before.status == Status.PENDING
+        and before.pending_digest is not None
+        and decision.pending_digest == before.pending_digest
+        and (decision.node, decision.step) == (before.node, before.step)
+        and after.step == before.step
+    )
 
 
 def _check_update(update: Any) -> None:

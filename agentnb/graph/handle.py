@@ -26,7 +26,15 @@ __all__ = ["RunHandle"]
 class RunHandle:
     """A handle on a run's row: the truth is in the checkpointer, this is its copy."""
 
-    def __init__(self, workflow: Workflow, record: RunRecord) -> None:
+    def __init__(
+        self,
+        workflow: Workflow,
+        record: RunRecord,
+        *,
+        loaded: tuple[dict[str, Any], dict[str, Any] | None] | None = None,
+    ) -> None:
+        """``loaded``: the state and tasks of ``record``'s checkpoint, when the caller has
+        them (it has just written it); else they are read from the store."""
         self.workflow = workflow
         self.run_id = record.run_id
         self.owner = new_owner()
@@ -35,7 +43,11 @@ class RunHandle:
         self._state: dict[str, Any] = {}
         self._frontier = Frontier.at(record.node)
         self._chain: Chain | None = None
-        self._load_state(record)
+        if loaded is None:
+            self._load_state(record)
+        else:
+            self._state, tasks = loaded
+            self._frontier = Frontier.at(record.node, tasks)
 
     @classmethod
     def _attach(cls, workflow: Workflow, run_id: str) -> Self:

@@ -24,7 +24,7 @@ from agentnb.errors import (
     TaskNotNamed,
 )
 from agentnb.store.base import DecisionEdit, check_decision
-from agentnb.store.records import Decision, Event, EventType, Status
+from agentnb.store.records import Decision, Status
 
 if TYPE_CHECKING:
     from agentnb.identity import Identity
@@ -190,10 +190,7 @@ def waiting(store: Checkpointer, run_id: str) -> dict[str, dict[str, Any]]:
     answer's ledger ``key``, the ``child`` run and the ``node``.
     """
     held = [t.task_id for t in store.pending_tasks(run_id) if t.status == "pending"]
-    latest: dict[str, Event] = {}
-    for event in store.events(run_id):
-        if event.type == EventType.INTERRUPTED:
-            latest[str(event.payload.get("task", "")) if held else ""] = event
+    latest = store.interruptions(run_id, held)
     found: dict[str, dict[str, Any]] = {}
     for task in held or [""]:
         paused = latest.get(task)

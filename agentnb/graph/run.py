@@ -166,7 +166,10 @@ class Run(Approvals, Drawable, HasTimeline, Viewable):
         )
         if workflow.listeners:
             workflow._notify([started])
-        run = cls(workflow, record)
+        # The state and tasks as a new copy (the caller keeps theirs), not read back.
+        tasks_json = checkpoint.tasks_json
+        loaded = (loads(state_json), None if tasks_json is None else loads(tasks_json))
+        run = cls(workflow, record, loaded=loaded)
         run._chain = Chain.after(state_json)  # its checkpoint is the snapshot just written
         return run
 

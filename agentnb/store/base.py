@@ -33,7 +33,7 @@ decision rules every backend applies in :mod:`agentnb.store.decisions`, lease ow
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -42,7 +42,7 @@ from agentnb.store.decisions import check_decision, check_task_edit, decision_st
 from agentnb.store.driving import Driving
 from agentnb.store.leases import DEFAULT_LEASE_SECONDS, new_owner, owner_is_dead
 from agentnb.store.policy import ApproverPolicy, PolicyCheck, RunPolicy
-from agentnb.store.records import Checkpoint, Decision, Effect, Event, RunRecord, Status
+from agentnb.store.records import Checkpoint, Decision, Effect, Event, EventType, RunRecord, Status
 from agentnb.store.writes import CheckpointWrite, DecisionEdit, StepCommit, pending_digest
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ __all__ = [
     "check_task_edit",
     "decision_status",
     "edit_conflict",
+    "latest_interruptions",
     "new_owner",
     "owner_is_dead",
     "pending_digest",
@@ -190,6 +191,13 @@ class Checkpointer(Driving):
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """The run's events with ``seq > after``, in order."""
 
+    def interruptions(self, run_id: str, tasks: Collection[str] = ()) -> dict[str, Event]:
+        """The run's latest ``interrupted`` event (keyed ``""``), or with ``tasks``, the
+        latest of each of those held tasks (keyed by the task its payload names): what
+        the current pause asked. A backend may read the run's events newest first and
+        stop once it has them (:func:`latest_interruptions`); this reads them all."""
+        return latest_interruptions(reversed(self.events(run_id)), tasks)
+
     @abstractmethod
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         """The decision audit (accepted and refused), oldest first."""
@@ -263,3 +271,27 @@ class Checkpointer(Driving):
             >>> MemoryCheckpointer().prune(before=time.time() - 30 * 86400).runs
             ()
         """
+
+
+def latest_interruptions(newest_first: Iterable[Event], tasks: Collection[str]) -> dict[str, Event]:
+    """:meth:`Checkpointer.interruptions` from a run's events, newest first: read only
+    until every one asked for is found.
+
+    Example:
+        >>> from agentnb.store.records import Event, EventType
+        >>> asked = [Event("r", s, 1, EventType.INTERRUPTED, "n", {"task": t}, 0.0)
+        ...          for s, t in ((3, "b"), (2, "a"), (1, "a"))]
+        >>> {k: e.seq for k, e in latest_interruptions(asked, ("a", "b")).items()}
+        {'b': 3, 'a': 2}
+    """
+    wanted = len(set(tasks)) or 1
+    found: dict[str, Event] = {}
+    for event in newest_first:
+        if event.type != EventType.INTERRUPTED:
+            continue
+        key = str(event.payload.get("task", "")) if tasks else ""
+        if key not in found and (not tasks or key in tasks):
+            found[key] = event
+            if len(found) == wanted:
+                break
+    return found

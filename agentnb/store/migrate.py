@@ -1,9 +1,13 @@
 """The SQLite schema's numbered migrations, applied when a checkpointer opens a file.
 
 Each ``migrations/sqlite_NNNN_*.sql`` file is one version; ``schema_version`` records the
-ones applied. Opening a file at the latest version costs one read; an older file is
-upgraded in one ``BEGIN IMMEDIATE`` transaction (so two processes opening it at once
-apply each migration once); a file from a newer agentnb is refused.
+ones applied, and the file header's ``user_version`` repeats the latest one
+(:func:`stamped`), so opening a file at the latest version costs one read of its first
+page and nothing else. Any other ``user_version`` — 0 for a new file or one from before
+the stamp, a newer or an older number — takes :func:`migrate`: ``schema_version`` is read,
+an older file is upgraded in one ``BEGIN IMMEDIATE`` transaction (so two processes
+opening it at once apply each migration once) and stamped in it; a file from a newer
+agentnb is refused.
 
 A migration may have a Python step (:data:`STEPS`), run in the same transaction right
 after its SQL, for what SQL alone cannot say (a change that depends on which tables an
@@ -18,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 from agentnb.errors import SchemaVersionError
 
-__all__ = ["LATEST", "MIGRATIONS", "STEPS", "migrate", "version"]
+__all__ = ["LATEST", "MIGRATIONS", "STEPS", "migrate", "stamped", "version"]
 
 MIGRATIONS = (
     "sqlite_0001_initial.sql",
@@ -96,9 +100,22 @@ def version(db: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def stamped(db: sqlite3.Connection) -> bool:
+    """Whether the header says the open database is at :data:`LATEST` (one pragma, which
+    reads the first page only: the schema is parsed when a statement first needs it)."""
+    return bool(db.execute("PRAGMA user_version").fetchone()[0] == LATEST)
+
+
 def migrate(db: sqlite3.Connection, path: str) -> None:
-    """Bring the database at ``path`` (open as ``db``) to :data:`LATEST`."""
+    """Bring the database at ``path`` (open as ``db``) to :data:`LATEST`, and stamp it."""
     if version(db) == LATEST:
+        # Migrated before the stamp existed: stamp it, if this process may write the file
+        # (a read-only one is read all the same, and checked this way on every open).
+        try:
+            db.execute(f"PRAGMA user_version={LATEST}")
+        except sqlite3.OperationalError as exc:
+            if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF != sqlite3.SQLITE_READONLY:
+                raise
         return
     from importlib import resources  # with tempfile, shutil, lzma...: only to migrate
 
@@ -118,6 +135,7 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
             if name in STEPS:
                 STEPS[name](db)
             db.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+        db.execute(f"PRAGMA user_version={LATEST}")
     except BaseException:
         if db.in_transaction:  # SQLite may have rolled back already (a full disk)
             db.execute("ROLLBACK")

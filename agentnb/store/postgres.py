@@ -392,6 +392,7 @@ class PostgresCheckpointer(SqlCheckpointer):
     checkpoint = for_run(SqlCheckpointer.checkpoint)
     checkpoints = for_run(SqlCheckpointer.checkpoints)
     events = for_run(SqlCheckpointer.events)
+    interruptions = for_run(SqlCheckpointer.interruptions)
     decisions = reconnecting(SqlCheckpointer.decisions)
     recorded_effect = reconnecting(SqlCheckpointer.recorded_effect)
     effects = for_run(SqlCheckpointer.effects)

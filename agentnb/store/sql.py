@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,7 +30,7 @@ from agentnb.errors import StoreError
 from agentnb.identity import Identity
 from agentnb.store import sql_checkpoints, sql_claims, sql_decisions, sql_retention, sql_steps
 from agentnb.store import sql_tasks as tasks
-from agentnb.store.base import DEFAULT_LEASE_SECONDS, Checkpointer
+from agentnb.store.base import DEFAULT_LEASE_SECONDS, Checkpointer, latest_interruptions
 from agentnb.store.claims import TimerClaim
 from agentnb.store.decisions import Ask, approver_name, check_decision
 from agentnb.store.history import CheckpointInfo
@@ -305,6 +305,18 @@ class SqlCheckpointer(Checkpointer):
             self.get_run(run_id)
         return found
 
+    def interruptions(self, run_id: str, tasks: Collection[str] = ()) -> dict[str, Event]:
+        # The journal's key, newest first: the current pause's entry is read, not the run.
+        with self._reading() as db:
+            cursor = db.execute(
+                "SELECT events FROM entries WHERE run_id = ? ORDER BY seq DESC", (run_id,)
+            )
+            try:
+                newest_first = (e for (packed,) in cursor for e in reversed(unpack(run_id, packed)))
+                return latest_interruptions(newest_first, tasks)
+            finally:
+                cursor.close()
+
     def decisions(self, run_id: str | None = None) -> list[Decision]:
         edits = "LEFT JOIN decision_edits ON decision_id = id"
         if run_id is None:
@@ -327,13 +339,15 @@ class SqlCheckpointer(Checkpointer):
         self, key: str, *, run_id: str, step: int, node: str, name: str, result_json: str
     ) -> str:
         with self._write(durable=True) as db:
-            db.execute(
-                "INSERT INTO effects VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            # RETURNING gives a row only when this insert wrote it; else the first one kept.
+            written = db.execute(
+                "INSERT INTO effects VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING "
+                "RETURNING result",
                 (key, run_id, step, node, name, result_json, time.time()),
-            )
-            stored: str = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()[
-                0
-            ]
+            ).fetchone()
+            if written is None:
+                written = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()
+        stored: str = written[0]
         return stored
 
     def effects(self, run_id: str) -> list[Effect]:

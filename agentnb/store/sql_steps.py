@@ -183,12 +183,15 @@ def commit(
     *,
     now: float,
     lease_seconds: float,
+    tried: bool = False,
 ) -> None:
     """Apply one step if ``fence`` still owns the run; else :class:`LeaseLost`. ``now``
-    is the step's time as recorded; the lease is renewed on the database's clock."""
+    is the step's time as recorded; the lease is renewed on the database's clock.
+    ``tried``: the fast path's statement already wrote nothing (SQLite's commit tries it
+    alone first), so the run's row is updated straight away."""
     # Fast path, the common step: the run stays running and the lease has more than half
     # its time left, so the run's row does not change — one INSERT, fenced by a read of it.
-    if change.status == _RUNNING and not change.release:
+    if change.status == _RUNNING and not change.release and not tried:
         inserted = db.execute(FENCED_ENTRY, (*row, run_id, fence, lease_seconds / 2))
         if inserted.rowcount:
             settle(db, run_id, change)

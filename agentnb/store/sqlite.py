@@ -42,8 +42,10 @@ has already ended. For processes on several machines, whose clocks drift, use
 :class:`~agentnb.store.postgres.PostgresCheckpointer`: there every lease is decided on the
 server's clock.
 
-The schema is versioned in a ``schema_version`` table; numbered migrations in
-``migrations/sqlite_NNNN_*.sql`` are applied on open, and a newer database is refused.
+The schema is versioned in a ``schema_version`` table and stamped in the header's
+``user_version``; numbered migrations in ``migrations/sqlite_NNNN_*.sql`` are applied on
+open, and a newer database is refused (:mod:`agentnb.store.migrate`). Opening a current
+file is four statements: the stamp read, and the connection's three settings.
 
 What the file system or SQLite refuses — a file this process may not write, a damaged page,
 a full disk, an I/O error, a lock held past the timeout — is a typed
@@ -76,7 +78,7 @@ from agentnb.errors import (
 from agentnb.identity import IdentityProvider, check_provider
 from agentnb.store import sql_claims, sql_steps
 from agentnb.store.dialect import Dialect
-from agentnb.store.migrate import LATEST, migrate
+from agentnb.store.migrate import LATEST, migrate, stamped
 from agentnb.store.sql import SqlCheckpointer
 from agentnb.store.sql_steps import FENCED_ENTRY, FENCED_UNTASKED_ENTRY
 from agentnb.store.writes import StepCommit
@@ -452,19 +454,23 @@ class SqliteCheckpointer(SqlCheckpointer):
             raise failure(self.path, exc, "open") or StoreError(
                 f"cannot open {self.path}: {exc}"
             ) from exc
+        # busy_timeout is connect()'s timeout (sqlite3_busy_timeout): no pragma for it.
+        self._timeout_ms = int(timeout * 1000)
         try:
-            if self._db.execute("PRAGMA page_count").fetchone()[0] == 0:
-                # A new file, before WAL writes its header: incremental auto-vacuum, so
-                # retention gives space back (an older file is converted by its first
-                # prune). Only then: on an existing file the pragma takes the write lock.
-                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            if not stamped(self._db):
+                # Not a current agentnb file (new, older, newer, or from before the stamp).
+                # WAL and auto-vacuum are the file's, kept in it once set: only here.
+                if self._db.execute("PRAGMA page_count").fetchone()[0] == 0:
+                    # A new file, before WAL writes its header: incremental auto-vacuum,
+                    # so retention gives space back (an older file is converted by its
+                    # first prune). Only then: on an existing file it takes the write lock.
+                    self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                migrate(self._db, self.path)
+            # The connection's own settings, set once each.
             self._db.execute(f"PRAGMA synchronous={level}")
-            self._timeout_ms = int(timeout * 1000)
-            self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
             self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-            migrate(self._db, self.path)
         except sqlite3.Error as exc:
             self._db.close()
             raise failure(self.path, exc, "open") or StoreError(
@@ -538,6 +544,19 @@ class SqliteCheckpointer(SqlCheckpointer):
                 if written:
                     self._wrote()
                     return
+            # Not tried twice: the transaction goes straight to the run's UPDATE.
+            with self._write() as db:
+                sql_steps.commit(
+                    db,
+                    run_id,
+                    fence,
+                    change,
+                    row,
+                    now=row[6],
+                    lease_seconds=lease_seconds,
+                    tried=True,
+                )
+            return
         super().commit(run_id, fence, change, lease_seconds=lease_seconds)
 
     # -- plumbing ------------------------------------------------------------------------

@@ -76,6 +76,23 @@ def test_created_run_reads_back_with_its_checkpoint_and_events(store: Checkpoint
     assert store.events("r1")[0].payload == {"x": 1}
 
 
+def test_interruptions_are_the_latest_interrupted_event_or_the_latest_of_each_task(
+    store: Checkpointer,
+) -> None:
+    now = time.time()
+    asked = [
+        Event("r1", seq, 0, "interrupted", "a", {"task": task}, now)
+        for seq, task in ((2, "t1"), (3, "t2"), (4, "t1"))
+    ]
+    store.create_run(record(), CheckpointWrite(0, "a", "{}"), [*started(), *asked])
+    assert {k: e.seq for k, e in store.interruptions("r1").items()} == {"": 4}
+    assert {k: e.seq for k, e in store.interruptions("r1", ["t1", "t2"]).items()} == {
+        "t1": 4,
+        "t2": 3,
+    }
+    assert store.interruptions("r1", ["t3"]) == {}
+
+
 def test_a_run_id_cannot_be_created_twice(store: Checkpointer) -> None:
     store.create_run(record(), CheckpointWrite(0, "a", "{}"), started())
     with pytest.raises(StoreError, match="already exists"):

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from agentnb import SqliteCheckpointer, Status
 from agentnb.errors import SchemaVersionError, StoreError, StoreFileError
 from agentnb.examples import build_refund_workflow
 from agentnb.store import sqlite as sqlite_store
-from agentnb.store.migrate import LATEST
+from agentnb.store.migrate import LATEST, migrate
 
 WORKER = Path(__file__).with_name("worker.py")
 ROOT = Path(__file__).parents[2]
@@ -64,6 +65,7 @@ def test_a_database_from_a_newer_agentnb_is_refused(tmp_path: Path) -> None:
     SqliteCheckpointer(path).close()
     db = sqlite3.connect(path)
     db.execute("INSERT INTO schema_version VALUES (99, 0)")
+    db.execute("PRAGMA user_version=99")  # as a newer agentnb stamps its files
     db.commit()
     db.close()
     with pytest.raises(SchemaVersionError, match="schema version 99") as err:
@@ -90,6 +92,7 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
     db.execute("DROP TABLE run_policies")
     db.execute("ALTER TABLE decisions DROP COLUMN identity")
     db.execute("DELETE FROM schema_version WHERE version >= 2")
+    db.execute("PRAGMA user_version=0")  # as an older agentnb left its files
     db.commit()
     db.close()
     with SqliteCheckpointer(path) as store:
@@ -97,6 +100,80 @@ def test_an_older_database_is_migrated_on_open(tmp_path: Path) -> None:
         assert store.recorded_effect("nothing") is None
     versions = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall()
     assert versions == [(v,) for v in range(1, LATEST + 1)]
+
+
+def test_a_file_migrated_before_the_stamp_is_stamped_on_open_and_read_only_it_still_opens(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "unstamped.sqlite3"
+    with SqliteCheckpointer(path) as store:
+        run_id = build_refund_workflow(store).start({}).run_id
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=0")  # what every file agentnb made before the stamp has
+    db.close()
+    read_only = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    migrate(read_only, str(path))  # it may not stamp the file: it is checked, not refused
+    assert read_only.execute("PRAGMA user_version").fetchone()[0] == 0
+    read_only.close()
+    with SqliteCheckpointer(path) as store:
+        assert [r.run_id for r in store.list_runs()] == [run_id]
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == LATEST
+
+
+def test_opening_a_current_file_reads_its_stamp_and_sets_the_connection_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "current.sqlite3"
+    SqliteCheckpointer(path).close()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    SqliteCheckpointer(path, synchronous="FULL").close()
+    assert statements == [
+        "PRAGMA user_version",
+        "PRAGMA synchronous=FULL",
+        f"PRAGMA journal_size_limit={sqlite_store.WAL_LIMIT}",
+        f"PRAGMA cache_size=-{sqlite_store.CACHE_KIB}",
+    ]
+
+
+def test_an_approval_cycle_reads_its_checkpoint_only_on_attach_and_writes_each_step_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start, pause, reopen, approve, finish: nothing the cycle wrote is read back but the
+    state a new handle needs, and the step after the approval is not tried twice."""
+    path = tmp_path / "cycle.sqlite3"
+    SqliteCheckpointer(path).close()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    refunds: list[int] = []
+    with SqliteCheckpointer(path) as store:
+        run = build_refund_workflow(store, refunds).start({"requested": 1000})
+        run.run()
+        assert not [s for s in statements if "kind IS NOT NULL" in s]  # no checkpoint read
+    with SqliteCheckpointer(path) as store:
+        again = build_refund_workflow(store, refunds).attach(run.run_id)
+        reads = len([s for s in statements if "kind IS NOT NULL" in s])
+        again.approve(by="ada")
+        again.run()
+        assert again.status == Status.COMPLETED
+        assert refunds == [1000]
+    assert len([s for s in statements if "kind IS NOT NULL" in s]) == reads  # attach's only
+    fenced = [s for s in statements if s.startswith("INSERT INTO entries") and "FROM runs" in s]
+    assert len(fenced) == 1  # the approved step's: its transaction does not try it again
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_store_error(tmp_path: Path) -> None:
