@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+_INTERRUPT_CHECK = 0.1
+"""Seconds between a blocked sync call's checks for an interrupt (see ``_BackgroundLoop.run``)."""
+
 _main_runner: asyncio.Runner | None = None
 _background_lock = threading.Lock()
 _background: _BackgroundLoop | None = None
@@ -85,6 +88,12 @@ class _BackgroundLoop:
 
         try:
             self.loop.call_soon_threadsafe(start)
+            # In slices: a SIGINT whose handler is due when this thread blocks (it landed
+            # after the last check, before the lock wait began) does not break the wait —
+            # CPython checks for signals only when a wait is interrupted — and would wait
+            # for the call to end; at the slice's end the interrupt is raised here.
+            while not finished.wait(_INTERRUPT_CHECK):
+                pass
             return result.result()
         except KeyboardInterrupt:
             # Cancel the task in its own loop and let it finish recording the cancellation.

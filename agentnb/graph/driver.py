@@ -113,12 +113,21 @@ class Driver(Fanout):
         """Drive up to ``max_supersteps`` (``None``: to the next pause or the end), handing
         on every event (and, when streaming live, what nodes emit) as it happens."""
         record = await self._begin(max_supersteps)
+        kept = False
         try:
             if record is not None:
                 async for event in self._loop(record, max_supersteps):
                     yield event
+        except Exception:
+            # A worker's drive (``leased``) that raised without committing keeps its lease
+            # for the worker, which drives the run again on it or gives it back: released
+            # here, a run whose first step never committed is queued (or approved) and
+            # free, and any claim, the worker's own loop's too, runs its node once more.
+            kept = self.leased
+            raise
         finally:
-            await self._end()
+            if not kept:
+                await self._end()
 
     async def _begin(self, max_supersteps: int | None) -> RunRecord | None:
         """Take the run's lease and catch up with its row; ``None`` if nothing can run (the

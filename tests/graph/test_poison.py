@@ -423,3 +423,34 @@ def test_a_queued_or_approved_run_whose_first_step_will_not_commit_is_failed_too
     for run in (approved, waiting):
         stored = store.get_run(run.run_id)
         assert (stored.status, stored.node, stored.lease_owner) == (Status.FAILED, "pay", None)
+
+
+def test_a_worker_keeps_the_lease_of_a_run_whose_first_step_did_not_commit(
+    store: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run is still queued (its first step never committed): given back between two
+    # drives, any claim (another worker's, this worker's own loop's) takes it and runs
+    # its node once more.
+    calls: Counter[str] = Counter()
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        calls[state["name"]] += 1
+        return {"paid": True}
+
+    wf = StateGraph("first").add_node("pay", pay).set_entry_point("pay").compile(store)
+    run = wf.submit({"name": "queued"})
+    refusing_commits(store, monkeypatch, ValueError("cannot write"), times=10**6, node="pay")
+    taken: list[str] = []
+    real = store.acquire
+
+    def acquire(run_id: str, owner: str, *, lease_seconds: float) -> Any:
+        # Between a drive that did not commit and the next: what another worker can claim.
+        taken.extend(r.run_id for r in store.claim("intruder", {wf.name: wf.shape}))
+        return real(run_id, owner, lease_seconds=lease_seconds)
+
+    monkeypatch.setattr(store, "acquire", acquire)
+    stats = Worker(wf, poll_max=0.05).run(until_idle=True)
+    assert taken == []
+    assert calls == {"queued": ATTEMPTS}
+    assert stats.failed == 1
+    assert store.get_run(run.run_id).status == Status.FAILED

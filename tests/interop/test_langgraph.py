@@ -631,7 +631,9 @@ def _slow_graph(saver: Any, during: Callable[[], None]) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def test_stop_drains_the_thread_after_the_running_superstep_as_langgraph_does() -> None:
+def test_stop_drains_the_thread_after_the_running_superstep_as_langgraph_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from langgraph.errors import GraphDrained
     from langgraph.runtime import RunControl
     from widget_support import Recorder, run_async, until
@@ -654,6 +656,17 @@ def test_stop_drains_the_thread_after_the_running_superstep_as_langgraph_does() 
     assert theirs.next == ("after",)
     shown["ours"] = True
     run = attach(app, config(), input={"log": []})
+    drain = run.stop
+
+    def stop(reason: str = "stopped") -> bool:
+        # The click cancels the panel's task, which asks LangGraph to drain once the loop
+        # delivers the cancellation: only then may the node in flight finish (released at
+        # the click, a loaded loop let the thread run the next superstep first).
+        asked = drain(reason)
+        release.set()
+        return asked
+
+    monkeypatch.setattr(run, "stop", stop)
 
     async def main() -> None:
         fe = Recorder(run.view())
@@ -661,8 +674,7 @@ def test_stop_drains_the_thread_after_the_running_superstep_as_langgraph_does() 
             fe.hello()
             fe.click("run")
             await until(entered.is_set, what="slow running")
-            fe.click("stop")
-            release.set()  # the node in flight finishes; the next superstep never starts
+            fe.click("stop")  # the node in flight finishes; the next superstep never starts
             await until(lambda: fe.view.status == "cancelled" and not fe.view.busy, what="stop")
             ours = app.get_state(config())
             assert (ours.values, ours.next) == (theirs.values, theirs.next)
