@@ -3,9 +3,10 @@
 Each turn of :meth:`Driver._loop` is five named steps, read top to bottom:
 
 1. :meth:`~Driver._plan` — the superstep's tasks (:func:`~agentnb.graph.superstep.plan`
-   on the last checkpoint's frontier), the interrupt that gates it, the tasks it holds;
+   on the last checkpoint's frontier) and the interrupt that gates it; in a parallel
+   superstep an interrupt gates, :meth:`~Driver._hold_back` reads the tasks it holds;
 2. :meth:`~Driver._gate` — whether it may run: the end, the step budgets, a stopping
-   worker, a pause before it;
+   worker, a pause before it (:meth:`~Driver._stop_before` commits the stop);
 3. :meth:`~Driver._run_tasks` — its tasks: one (a linear run) called on the event loop;
    several concurrently, each finished task's result saved on its own (a *pending write*,
    see :class:`~agentnb.graph.fanout.Fanout`), so a crash re-runs only the unfinished ones;
