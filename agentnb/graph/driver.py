@@ -3,9 +3,10 @@
 Each turn of :meth:`Driver._loop` is five named steps, read top to bottom:
 
 1. :meth:`~Driver._plan` — the superstep's tasks (:func:`~agentnb.graph.superstep.plan`
-   on the last checkpoint's frontier), the interrupt that gates it, the tasks it holds;
+   on the last checkpoint's frontier) and the interrupt that gates it; in a parallel
+   superstep an interrupt gates, :meth:`~Driver._hold_back` reads the tasks it holds;
 2. :meth:`~Driver._gate` — whether it may run: the end, the step budgets, a stopping
-   worker, a pause before it;
+   worker, a pause before it (:meth:`~Driver._stop_before` commits the stop);
 3. :meth:`~Driver._run_tasks` — its tasks: one (a linear run) called on the event loop;
    several concurrently, each finished task's result saved on its own (a *pending write*,
    see :class:`~agentnb.graph.fanout.Fanout`), so a crash re-runs only the unfinished ones;
@@ -31,7 +32,7 @@ from typing import Any
 from agentnb._json import dumps, loads
 from agentnb.errors import StepBudgetExhausted
 from agentnb.graph.builder import END
-from agentnb.graph.commits import Failure, Position, seq_of
+from agentnb.graph.commits import Failure, Position, seq_of, sync_commit
 from agentnb.graph.fanout import Fanout
 from agentnb.graph.questions import Asked
 from agentnb.graph.state import apply_delta, json_copy
@@ -147,6 +148,7 @@ class Driver(Fanout):
             self.chain = None
         self.start = dataclasses.replace(self.start, record=record)
         self._seqs = itertools.count(record.seq + 1)
+        self._commit_now = sync_commit(self.store)
         self.stepping = max_supersteps == 1
         if record.status == Status.PENDING or record.status.finished:
             return None
@@ -163,9 +165,12 @@ class Driver(Fanout):
         cursor = await self._cursor(record)
         try:
             while True:
-                superstep = await self._plan(cursor)
-                stop = await self._gate(cursor, superstep, record, max_supersteps)
-                if stop is not None:
+                superstep = self._plan(cursor)
+                if superstep.gated is not None and len(superstep.tasks) > 1:
+                    await self._hold_back(cursor, superstep)
+                reason = self._gate(cursor, superstep, record, max_supersteps)
+                if reason is not None:
+                    stop = await self._stop_before(reason, cursor, superstep, record)
                     if stop.event is not None:
                         yield stop.event
                     if stop.error is not None:
@@ -217,65 +222,83 @@ class Driver(Fanout):
         allowed = supersteps_allowed(wf.recursion_limit, record.step == 0 and not approved)
         return _Cursor(record.step, node, frontier, approved, allowed, 0, time.monotonic())
 
-    async def _plan(self, cursor: _Cursor) -> _Superstep:
-        """The next superstep: its tasks in merge order, the interrupt before it, and —
-        in a parallel superstep — the tasks interrupts hold (the others run meanwhile;
-        each held task is approved on its own, its row in the store says whether)."""
+    def _plan(self, cursor: _Cursor) -> _Superstep:
+        """The next superstep: its tasks in merge order and the interrupt before it."""
         wf = self.workflow
-        before = wf.interrupts_before
         if self.edits:
             self.edits = {}
         if cursor.frontier is None:
             node = cursor.node
             alone: tuple[Task, ...] = () if node == END else wf._plain_tasks[node]
-            return _Superstep(alone, node if node in before else None)
+            return _Superstep(alone, node if node in wf.interrupts_before else None)
         tasks = plan(wf, cursor.frontier)
-        gated = next((t.node for t in tasks if t.node in before), None)
-        if gated is None or len(tasks) == 1:
-            return _Superstep(tasks, gated)
+        gated = next((t.node for t in tasks if t.node in wf.interrupts_before), None)
+        return _Superstep(tasks, gated)
+
+    async def _hold_back(self, cursor: _Cursor, superstep: _Superstep) -> None:
+        """In a parallel superstep an interrupt gates: the tasks interrupts hold (the
+        others run meanwhile; each held task is approved on its own, its row in the store
+        says whether), and the edits their approvals carry."""
+        before = self.workflow.interrupts_before
         rows = [p for p in await self.store.apending_tasks(self.run_id) if p.step == cursor.step]
+        superstep.gated = None
         if cursor.approved and not rows:
             # The run was approved at a pause of its own (after the superstep before): as
             # in LangGraph, that pause was this superstep's, which runs whole.
-            return _Superstep(tasks, None)
+            return
         decided = [p for p in rows if p.status == "approved"]
         approved_ids = {p.task_id for p in decided}
         self.edits = {p.task_id: p.update for p in decided if p.update is not None}
-        held = [t for t in tasks if t.node in before and t.id not in approved_ids]
-        return _Superstep(tasks, None, held)
+        held = [t for t in superstep.tasks if t.node in before and t.id not in approved_ids]
+        superstep.held = held
 
-    async def _gate(
+    def _gate(
         self,
         cursor: _Cursor,
         superstep: _Superstep,
         record: RunRecord,
         max_supersteps: int | None,
-    ) -> _Stop | None:
+    ) -> str | None:
         """Whether the superstep may run (``None``), or why the drive stops before it:
         the run is past its ``recursion_limit``, at its end, done with this call's
         supersteps, asked to halt, out of ``max_steps``, or paused by an interrupt."""
-        step = cursor.step
         if cursor.allowed is not None and cursor.executed > cursor.allowed:
-            failed, limit = await self._past_limit(superstep.head, step)
-            return _Stop(failed, limit)
+            return "limit"
         if not superstep.tasks:
-            return _Stop(await self._finish(self.state, step))
+            return "end"
         if max_supersteps is not None and cursor.executed >= max_supersteps:
-            return _Stop()
+            return "done"
         # A stopping Worker's runs end between supersteps — but each runs the one it was
         # claimed for first: a run a worker holds is a step in flight, so a SIGTERM just
         # after a claim still hands the next worker a step done.
         if cursor.executed and self.halt is not None and self.halt():
-            return _Stop()
-        if step >= record.max_steps:
-            head = superstep.head
+            return "done"
+        if cursor.step >= record.max_steps:
+            return "budget"
+        if superstep.gated is not None and not cursor.approved:
+            return "pause"
+        cursor.approved = False
+        return None
+
+    async def _stop_before(
+        self, reason: str, cursor: _Cursor, superstep: _Superstep, record: RunRecord
+    ) -> _Stop:
+        """Stop the drive before the superstep for the gate's ``reason``: commit what
+        that stop records (a failure, the end, a pause) and say what to hand on."""
+        step, head = cursor.step, superstep.head
+        if reason == "limit":
+            failed, limit = await self._past_limit(head, step)
+            return _Stop(failed, limit)
+        if reason == "end":
+            return _Stop(await self._finish(self.state, step))
+        if reason == "budget":
             budget = StepBudgetExhausted(self.run_id, record.max_steps, head)
             failed = self._failed(head, step, budget)
             return _Stop(await self._stop(Status.FAILED, head, step, failed, budget), budget)
-        if superstep.gated is not None and not cursor.approved:
+        if reason == "pause":
+            assert superstep.gated is not None
             return _Stop(await self._pause(superstep.gated, step, self.state))
-        cursor.approved = False
-        return None
+        return _Stop()
 
     async def _run_tasks(
         self, cursor: _Cursor, superstep: _Superstep
@@ -324,7 +347,8 @@ class Driver(Fanout):
         task = superstep.tasks[0]
         node = task.node
         try:
-            delta = await self._invoke(task, step, self.state, None)
+            call = self._call(task, step, self.state)
+            delta = call if type(call) is dict else await call
         except Failure as failure:
             await self._fail(node, step, failure.error)
             raise failure.error from failure.error.__cause__
