@@ -195,7 +195,7 @@ class Checkpointer(Driving):
         """The run's latest ``interrupted`` event (keyed ``""``), or with ``tasks``, the
         latest of each of those held tasks (keyed by the task its payload names): what
         the current pause asked. A backend may read the run's events newest first and
-        stop once it has them (:func:`latest_interruptions`); this reads them all."""
+        stop once it has them (``latest_interruptions`` in this module); this reads them all."""
         return latest_interruptions(reversed(self.events(run_id)), tasks)
 
     @abstractmethod
