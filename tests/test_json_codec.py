@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from typing import Any
 
@@ -125,3 +126,11 @@ def test_an_int_too_long_to_read_back_or_a_lone_surrogate_is_refused_with_its_pa
     assert (caught.value.path, reason in caught.value.reason) == (path, True)
     assert dumps(10**4300 - 1) == "9" * 4300  # the longest int Python reads back
     assert dumps({"a": "naïve 🙂"}) == '{"a":"naïve 🙂"}'
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_json_copy_refuses_a_float_json_has_no_number_for(value: float) -> None:
+    # A float is an atom json_copy returns as it is, once known to be storable: NaN and
+    # Infinity are not (hypothesis found json_copy(inf) returned inf).
+    with pytest.raises(InvalidState, match="not a finite number"):
+        json_copy(value)

@@ -13,6 +13,7 @@ what it would see after a restart (tuples arrive as lists).
 
 from __future__ import annotations
 
+import math
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -152,6 +153,9 @@ def json_copy(value: Any) -> Any:
     if kind in ATOMS:
         if kind is str:
             if value.isascii() or not surrogate(value):
+                return value
+        elif kind is float:
+            if math.isfinite(value):  # NaN and Infinity go to dumps, which refuses them
                 return value
         elif kind is not int or value.bit_length() <= INT_BITS:
             return value
