@@ -162,10 +162,25 @@ class SqlCheckpointer(Checkpointer):
             return self._get(db, run_id)
 
     def commit(self, run_id: str, fence: int, change: StepCommit, *, lease_seconds: float) -> None:
-        now = time.time()
-        row = sql_steps.entry(run_id, change, now)
+        row = sql_steps.entry(run_id, change, time.time())
+        self._commit_entry(run_id, fence, change, row, lease_seconds=lease_seconds)
+
+    def _commit_entry(
+        self,
+        run_id: str,
+        fence: int,
+        change: StepCommit,
+        row: sql_steps.Entry,
+        *,
+        lease_seconds: float,
+        tried: bool = False,
+    ) -> None:
+        """The step's journal entry ``row`` (its time is the step's) written in the store's
+        transaction; ``tried``: the fenced INSERT alone already wrote nothing."""
         with self._write() as db:
-            sql_steps.commit(db, run_id, fence, change, row, now=now, lease_seconds=lease_seconds)
+            sql_steps.commit(
+                db, run_id, fence, change, row, now=row[6], lease_seconds=lease_seconds, tried=tried
+            )
 
     def save_write(self, run_id: str, fence: int, write: PendingWrite) -> None:
         with self._write() as db:

@@ -545,17 +545,7 @@ class SqliteCheckpointer(SqlCheckpointer):
                     self._wrote()
                     return
             # Not tried twice: the transaction goes straight to the run's UPDATE.
-            with self._write() as db:
-                sql_steps.commit(
-                    db,
-                    run_id,
-                    fence,
-                    change,
-                    row,
-                    now=row[6],
-                    lease_seconds=lease_seconds,
-                    tried=True,
-                )
+            self._commit_entry(run_id, fence, change, row, lease_seconds=lease_seconds, tried=True)
             return
         super().commit(run_id, fence, change, lease_seconds=lease_seconds)
 
