@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,21 @@ def test_run_sync_propagates_exceptions() -> None:
         run_sync(fail())
 
 
+def interrupted_inside_a_running_loop(call: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``run_sync(call())`` from inside a running loop, as a kernel's cell makes it; the
+    call interrupts the main thread, so the sync call must end in KeyboardInterrupt."""
+
+    async def inside_loop() -> None:
+        run_sync(call())
+
+    loop = asyncio.new_event_loop()  # not asyncio.run: its own SIGINT handler stays out
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(inside_loop())
+    finally:
+        loop.close()
+
+
 def test_an_interrupt_returns_only_once_the_cancelled_call_has_cleaned_up() -> None:
     # A kernel's interrupt, as a sync call inside a running loop sees it: SIGINT to the
     # main thread while the call runs on the background loop. KeyboardInterrupt must come
@@ -115,15 +130,7 @@ def test_an_interrupt_returns_only_once_the_cancelled_call_has_cleaned_up() -> N
             cleaned.append("recorded")
             raise
 
-    async def inside_loop() -> None:
-        run_sync(interrupted_call())
-
-    loop = asyncio.new_event_loop()  # not asyncio.run: its own SIGINT handler stays out
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(inside_loop())
-    finally:
-        loop.close()
+    interrupted_inside_a_running_loop(interrupted_call)
     assert cleaned == ["recorded"]
 
 
@@ -144,15 +151,7 @@ def test_an_interrupt_due_when_the_sync_call_begins_to_wait_still_cancels_it() -
             cleaned.append("recorded")
             raise
 
-    async def inside_loop() -> None:
-        run_sync(interrupted_call())
-
-    loop = asyncio.new_event_loop()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(inside_loop())
-    finally:
-        loop.close()
+    interrupted_inside_a_running_loop(interrupted_call)
     assert cleaned == ["recorded"]
 
 

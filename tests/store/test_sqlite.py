@@ -120,11 +120,8 @@ def test_a_file_migrated_before_the_stamp_is_stamped_on_open_and_read_only_it_st
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == LATEST
 
 
-def test_opening_a_current_file_reads_its_stamp_and_sets_the_connection_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "current.sqlite3"
-    SqliteCheckpointer(path).close()
+def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement the SQLite store's connections opened from now on run, in order."""
     statements: list[str] = []
     connect = sqlite3.connect
 
@@ -134,6 +131,15 @@ def test_opening_a_current_file_reads_its_stamp_and_sets_the_connection_only(
         return db
 
     monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    return statements
+
+
+def test_opening_a_current_file_reads_its_stamp_and_sets_the_connection_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "current.sqlite3"
+    SqliteCheckpointer(path).close()
+    statements = traced_statements(monkeypatch)
     SqliteCheckpointer(path, synchronous="FULL").close()
     assert statements == [
         "PRAGMA user_version",
@@ -150,15 +156,7 @@ def test_an_approval_cycle_reads_its_checkpoint_only_on_attach_and_writes_each_s
     state a new handle needs, and the step after the approval is not tried twice."""
     path = tmp_path / "cycle.sqlite3"
     SqliteCheckpointer(path).close()
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        db = connect(*args, **kwargs)
-        db.set_trace_callback(statements.append)
-        return db
-
-    monkeypatch.setattr(sqlite_store.sqlite3, "connect", traced)
+    statements = traced_statements(monkeypatch)
     refunds: list[int] = []
     with SqliteCheckpointer(path) as store:
         run = build_refund_workflow(store, refunds).start({"requested": 1000})
