@@ -6,6 +6,10 @@ compares their outputs also proves they run offline: each kernel runs :data:`GUA
 connection or name lookup that would leave this machine and writes it to a log. A test
 whose kernel wrote to the log fails, naming the request — even when the notebook's code
 swallowed the refusal.
+
+It also starts nbval's kernels on socket files instead of TCP ports (tests/kernels.py says
+why): nbval offers no setting for it, so its module's ``KernelManager`` is replaced for the
+session.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbval.kernel
 import pytest
+
+from tests.kernels import kernel_manager
 
 GUARD = r"""
 import os as _os
@@ -77,14 +84,17 @@ class Offline:
 
 
 _OFFLINE: Offline | None = None
+_NBVAL_KERNEL_MANAGER = nbval.kernel.KernelManager
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _OFFLINE
     _OFFLINE = Offline()  # before any kernel starts: each one inherits the environment
+    nbval.kernel.KernelManager = kernel_manager  # type: ignore[misc,assignment]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    nbval.kernel.KernelManager = _NBVAL_KERNEL_MANAGER  # type: ignore[misc]
     if _OFFLINE is not None:
         shutil.rmtree(_OFFLINE.root, ignore_errors=True)
 

@@ -160,9 +160,9 @@ def test_an_interrupt_due_when_the_sync_call_begins_to_wait_still_cancels_it() -
 
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[Any]:
-    from jupyter_client.manager import start_new_kernel
+    from tests.kernels import start_kernel
 
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    km, kc = start_kernel(cwd=str(ROOT))
     try:
         yield km, kc
     finally:

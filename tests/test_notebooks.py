@@ -20,6 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agentnb.teach import exercises
+from tests.kernels import ipc_config
 
 HERE = Path(__file__).parents[1] / "notebooks"
 # Notebooks not yet written as course material — no goals header, no registered exercises
@@ -58,8 +59,9 @@ def _checks(path: Path) -> dict[str, str]:
 def _client(notebook: nbformat.NotebookNode, path: Path) -> NotebookClient:
     return NotebookClient(
         notebook,
-        timeout=60,  # a hang guard, not a speed check
+        config=ipc_config(),
         kernel_name="python3",
+        timeout=60,  # a hang guard, not a speed check
         resources={"metadata": {"path": str(path.parent)}},
         store_widget_state=False,
     )

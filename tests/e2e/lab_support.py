@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -160,6 +161,7 @@ class Lab:
             with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already
                 kill()
         self.process.wait(timeout=10)
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 def start_lab(tmp: Path) -> Lab:
@@ -167,8 +169,11 @@ def start_lab(tmp: Path) -> Lab:
     serve them."""
     import nbformat
 
-    root, config, runtime, data = (tmp / d for d in ("root", "config", "runtime", "data"))
-    for d in (root, config, runtime, data, tmp / "ipython", root / "course"):
+    root, config, data = (tmp / d for d in ("root", "config", "data"))
+    # The kernels' socket files live in the runtime directory, named after the kernel's id:
+    # a short path keeps them within a socket path's 107 bytes (pytest's tmp_path may not).
+    runtime = Path(tempfile.mkdtemp(prefix="agentnb-lab-"))
+    for d in (root, config, data, tmp / "ipython", root / "course"):
         d.mkdir(parents=True)
     sources = [(s, root / s.name) for s in NOTEBOOKS.glob("*.ipynb")]
     for pattern in COURSE_FILES:
@@ -197,6 +202,7 @@ def start_lab(tmp: Path) -> Lab:
         f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
         f"--LabApp.user_settings_dir={tmp / 'settings'}", "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--KernelManager.transport=ipc",  # socket files, not TCP ports: tests/kernels.py
     ]  # fmt: skip
     setpriv = shutil.which("setpriv")
     if setpriv:  # the server dies with this process, even on SIGKILL

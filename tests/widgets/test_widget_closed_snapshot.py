@@ -16,6 +16,7 @@ from agentnb import Identity, SqliteCheckpointer
 from agentnb.examples import build_refund_graph, build_refund_workflow
 from agentnb.widgets import MachineView, RunView
 from agentnb.widgets._snapshot import CLOSED_NOTE, NOTE
+from tests.kernels import ipc_config
 
 
 def record_displays(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any], Any]]:
@@ -130,7 +131,8 @@ def test_under_run_all_the_closed_panel_leaves_the_completed_run_in_the_saved_ou
 ) -> None:
     cells = [nbformat.v4.new_code_cell(src.strip()) for src in NOTEBOOK.split("---")]
     notebook = nbformat.v4.new_notebook(cells=cells)
-    NotebookClient(notebook, timeout=120, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    resources = {"metadata": {"path": str(tmp_path)}}
+    NotebookClient(notebook, config=ipc_config(), timeout=120, resources=resources).execute()
     outputs = notebook.cells[0].outputs
     texts = [o["data"]["text/plain"] for o in outputs if "text/plain" in o.get("data", {})]
     snapshot = next(t for t in texts if "refund · run refund-1000" in t)
