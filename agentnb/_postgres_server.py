@@ -63,11 +63,35 @@ def find_bindir() -> Path:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on, drawn below the ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` comes from the range it also draws every
+    outgoing connection's source port from (``net.ipv4.ip_local_port_range``, 32768-60999
+    by default), so between choosing it and the server binding it (or binding it again
+    after a restart) any connection may take it. Below that range only another listener
+    picking the same number can. The tests' JupyterLab servers use it too.
+    """
+    low = _EPHEMERAL_LOW
+    with contextlib.suppress(OSError, ValueError):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(100 if low > _LOWEST_PORT + 1000 else 0):
+        port = _RANDOM.randrange(_LOWEST_PORT, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
         return port
+    with socket.socket() as s:  # no room below the range: the kernel's choice
+        s.bind(("127.0.0.1", 0))
+        chosen: int = s.getsockname()[1]
+        return chosen
+
+
+_EPHEMERAL_LOW = 32768  # Linux's default, where /proc cannot be read
+_LOWEST_PORT = 10000  # above the well-known and most registered services' ports
+_RANDOM = secrets.SystemRandom()  # not `random`, which processes seeded alike draw alike
 
 
 def _run_as() -> str | None:
@@ -119,7 +143,7 @@ class ThrowawayPostgres:
         self.bindir = find_bindir()
         self.as_user = _run_as()
         self.root = Path(tempfile.mkdtemp(prefix="agentnb-pg-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.password = secrets.token_hex(16)
         try:
             self._init(dict(settings or {}))

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from agentnb._postgres_server import free_port
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 COURSE = Path(__file__).resolve().parents[2] / "notebooks"
@@ -64,12 +65,6 @@ def wait_for(
             time.sleep(every)
         else:
             page.wait_for_timeout(every * 1000)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def descendants(pid: int) -> list[int]:

@@ -5,6 +5,7 @@ what to install; in the tests, skipped on a developer's machine and a failure in
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import psycopg
@@ -24,6 +25,20 @@ def test_in_ci_a_missing_server_fails_the_run_instead_of_skipping() -> None:
 def test_outside_ci_a_missing_server_skips_and_says_why() -> None:
     with pytest.raises(pytest.skip.Exception, match="skipped: no initdb"):
         server_missing("no initdb", {})
+
+
+def test_a_servers_port_is_drawn_below_the_range_outgoing_connections_take_theirs() -> None:
+    # An outgoing connection's source port could take a port from bind(0) before the server
+    # binds it (or binds it again after a restart); one below that range it cannot.
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [server_module.free_port() for _ in range(50)]
+    assert all(10_000 <= port < low for port in ports)
+    assert len(set(ports)) > 40  # drawn at random, not counted up from one number
+    with socket.socket() as taken:  # and a port something listens on is never handed out
+        taken.bind(("127.0.0.1", ports[0]))
+        taken.listen()
+        for _ in range(5):
+            assert server_module.free_port() != ports[0]
 
 
 def test_without_server_binaries_a_throwaway_server_is_a_typed_error_saying_what_to_install(
