@@ -13,6 +13,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 ROOT   := $(shell id -u)
+# Bytecode is cached, under .venv, even where the environment asks Python not to write it
+# (PYTHONDONTWRITEBYTECODE=1, as on our CI machines): otherwise every process make test
+# starts (three workers collecting 4,000 tests, the CLI and worker subprocesses, kernels,
+# JupyterLab, Sphinx) compiles each module it imports from source again. Collecting the
+# suite takes 24 s without the cache and 6 s with it. Nothing is written into the sources.
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 # pytest-xdist workers: the tests spend much of their time waiting on processes, servers,
 # kernels and fsync, so more workers than cores keep both cores busy. make test's session
 # here: 9 min 12 s on two workers, 7 min 47 s on three, 8 min 34 s on four (each worker
