@@ -1,18 +1,22 @@
 // Runs Python in Node with the lite site's own Pyodide and wheels: no browser, no network.
-//   node --experimental-wasm-jspi pyodide_run.mjs SITE FILE...
+//   node --experimental-wasm-jspi pyodide_run.mjs SITE [--only=NAME,...] FILE...
 // A FILE.ipynb runs its code cells in order (top-level await allowed), each notebook in a
 // namespace and working directory of its own; a FILE.py runs as one cell. Exits 1 at the
-// first cell that raises, naming it.
+// first cell that raises, naming it. --only installs just the named wheels (agentnb needs
+// none of the others), not every wheel of the site.
 import { readFileSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
 const [site, ...files] = process.argv.slice(2);
+const only = files[0]?.startsWith("--only=") ? files.shift().slice(7).split(",") : null;
 const pyodideDir = resolve(site, "static/pyodide") + "/";
 const { loadPyodide } = await import(join(pyodideDir, "pyodide.mjs"));
 const py = await loadPyodide({ indexURL: pyodideDir, packageBaseUrl: pyodideDir });
 await py.loadPackage(["micropip"]);
 py.FS.mkdirTree("/wheels");
-const wheels = readdirSync(resolve(site, "pypi")).filter((f) => f.endsWith(".whl"));
+const wheels = readdirSync(resolve(site, "pypi"))
+  .filter((f) => f.endsWith(".whl"))
+  .filter((f) => !only || only.includes(f.split("-")[0]));
 for (const w of wheels) py.FS.writeFile("/wheels/" + w, readFileSync(resolve(site, "pypi", w)));
 py.globals.set("wheels", py.toPy(wheels.map((w) => "emfs:/wheels/" + w)));
 // deps=False: every dependency is one of the site's wheels, so nothing is looked up online.
