@@ -347,8 +347,7 @@ class Driver(Fanout):
         task = superstep.tasks[0]
         node = task.node
         try:
-            call = self._call(task, step, self.state)
-            delta = call if type(call) is dict else await call
+            delta = await self._invoke(task, step, self.state, None)
         except Failure as failure:
             await self._fail(node, step, failure.error)
             raise failure.error from failure.error.__cause__
