@@ -26,7 +26,7 @@ import dataclasses
 import itertools
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentnb._json import dumps, loads
@@ -74,8 +74,8 @@ class _Superstep:
 
     tasks: tuple[Task, ...]
     gated: str | None
+    results: dict[str, dict[str, Any]]  # (given: a default_factory costs a call per step)
     held: Sequence[Task] = ()
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
     done: bool = False  # every task has its result: merge and commit
 
     @property
@@ -230,10 +230,10 @@ class Driver(Fanout):
         if cursor.frontier is None:
             node = cursor.node
             alone: tuple[Task, ...] = () if node == END else wf._plain_tasks[node]
-            return _Superstep(alone, node if node in wf.interrupts_before else None)
+            return _Superstep(alone, node if node in wf.interrupts_before else None, {})
         tasks = plan(wf, cursor.frontier)
         gated = next((t.node for t in tasks if t.node in wf.interrupts_before), None)
-        return _Superstep(tasks, gated)
+        return _Superstep(tasks, gated, {})
 
     async def _hold_back(self, cursor: _Cursor, superstep: _Superstep) -> None:
         """In a parallel superstep an interrupt gates: the tasks interrupts hold (the
@@ -441,7 +441,10 @@ class Driver(Fanout):
                 _COMPLETED, END, step, events, checkpoint, release=True, settles=settles
             )
         else:
-            change = StepCommit(_RUNNING, node, step, events, checkpoint, settles=settles)
+            # By position: a keyword reaches the class's __init__ through a dict, every step.
+            change = StepCommit(
+                _RUNNING, node, step, events, checkpoint, None, None, False, settles
+            )
         await self._commit(change, merged.state, merged.frontier)
         self.chain = chain
         cursor.step, cursor.frontier = step, merged.frontier
