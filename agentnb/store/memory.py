@@ -195,7 +195,9 @@ class MemoryCheckpointer(Checkpointer):
             if change.checkpoint is not None:
                 cp = change.checkpoint
                 kind, body = chains.row(cp)
-                self._checkpoints[run_id][cp.step] = Row(cp.node, kind, body, now, cp.tasks_json)
+                # (_make: the tuple built in C, not through the class's Python __new__)
+                row = Row._make((cp.node, kind, body, now, cp.tasks_json))
+                self._checkpoints[run_id][cp.step] = row
             if change.settles is not None or change.holds:  # (a linear step does neither)
                 self._settle_and_hold(run_id, change)
             self._events[run_id].extend(change.events)
