@@ -37,34 +37,6 @@ class Caller(Committer):
 
     # -- calling one node ------------------------------------------------------------------
 
-    def _call(self, task: Task, step: int, state: dict[str, Any]) -> Any:
-        """A linear step's call: the checked delta of a plain function node (unguarded,
-        no context, on this thread) called at once, else the coroutine that gets it
-        (:meth:`_invoke`). Calling at once spares a sync node a coroutine per step.
-
-        Raises:
-            Failure: carrying the typed error, as :meth:`_invoke`.
-        """
-        node = task.node
-        spec = self.workflow.nodes[node]
-        if task.payload is not None or spec.takes_ctx or node not in self.workflow._direct:
-            return self._invoke(task, step, state, None)
-        try:
-            result = spec.fn(StateCopy(state))
-        except Exception as exc:
-            raise Failure(node, self._node_failed(node, step, exc)) from None
-        if type(result) is not dict and inspect.isawaitable(result):
-            return self._awaited(node, step, result)
-        return self._checked(node, step, result)
-
-    async def _awaited(self, node: str, step: int, result: Any) -> dict[str, Any]:
-        """An async node's result, awaited and checked (see :meth:`_call`)."""
-        try:
-            result = await result
-        except Exception as exc:
-            raise Failure(node, self._node_failed(node, step, exc)) from None
-        return self._checked(node, step, result)
-
     async def _invoke(
         self,
         task: Task,
@@ -85,19 +57,27 @@ class Caller(Committer):
         node = task.node
         spec = self.workflow.nodes[node]
         if not threaded and task.payload is None and node in self.workflow._direct:
-            # The common case, kept lean: an unguarded function on the loop's thread (one
-            # without a context is called by _call).
-            if sink is None:
-                sink = self._sink(node, step)
-            emitted = self._streams(task)
-            context = NodeContext(self.store, self.run_id, node, step, sink, task.id, emitted.add)
+            # The common case, kept lean: an unguarded function on the loop's thread, its
+            # sink and streams made only when it takes a context (most nodes do not).
+            emitted: Streams | None = None
+            context: NodeContext | None = None
+            if spec.takes_ctx:
+                sink = self._sink(node, step) if sink is None else sink
+                emitted = self._streams(task)
+                context = NodeContext(
+                    self.store, self.run_id, node, step, sink, task.id, emitted.add
+                )
             try:
                 try:
-                    result = spec.fn(StateCopy(state), context)
+                    if context is None:
+                        result = spec.fn(StateCopy(state))
+                    else:
+                        result = spec.fn(StateCopy(state), context)
                     if type(result) is not dict and inspect.isawaitable(result):
                         result = await result
                 finally:
-                    emitted.flush(sink)
+                    if emitted is not None and sink is not None:
+                        emitted.flush(sink)
             except Exception as exc:
                 raise Failure(node, self._node_failed(node, step, exc)) from None
             return self._checked(node, step, result)

@@ -1,6 +1,6 @@
 """The loop that executes supersteps: one lease, one transaction per superstep.
 
-Each turn of :meth:`Driver._loop` is five named steps, read top to bottom:
+Each turn of :meth:`Driver.drive`'s loop is five named steps, read top to bottom:
 
 1. :meth:`~Driver._plan` — the superstep's tasks (:func:`~agentnb.graph.superstep.plan`
    on the last checkpoint's frontier) and the interrupt that gates it; in a parallel
@@ -26,7 +26,7 @@ import dataclasses
 import itertools
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentnb._json import dumps, loads
@@ -74,8 +74,8 @@ class _Superstep:
 
     tasks: tuple[Task, ...]
     gated: str | None
+    results: dict[str, dict[str, Any]]  # (given: a default_factory costs a call per step)
     held: Sequence[Task] = ()
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
     done: bool = False  # every task has its result: merge and commit
 
     @property
@@ -111,14 +111,50 @@ class Driver(Fanout):
     """Drives one run for the duration of one call, from ``position`` on."""
 
     async def drive(self, max_supersteps: int | None) -> AsyncIterator[Event | Emitted]:
-        """Drive up to ``max_supersteps`` (``None``: to the next pause or the end), handing
-        on every event (and, when streaming live, what nodes emit) as it happens."""
+        """Drive up to ``max_supersteps`` (``None``: to the next pause or the end),
+        superstep by superstep, handing on every event (and, when streaming live, what
+        nodes emit) as it happens. (One generator: every event passes through one level.)"""
         record = await self._begin(max_supersteps)
         kept = False
         try:
-            if record is not None:
-                async for event in self._loop(record, max_supersteps):
-                    yield event
+            if record is None:
+                return
+            cursor = await self._cursor(record)
+            try:
+                while True:
+                    superstep = self._plan(cursor)
+                    if superstep.gated is not None and len(superstep.tasks) > 1:
+                        await self._hold_back(cursor, superstep)
+                    reason = self._gate(cursor, superstep, record, max_supersteps)
+                    if reason is not None:
+                        stop = await self._stop_before(reason, cursor, superstep, record)
+                        if stop.event is not None:
+                            yield stop.event
+                        if stop.error is not None:
+                            raise stop.error
+                        return
+                    if cursor.frontier is None and self.live is None:
+                        # A linear step: no generator of its own (see _run_one).
+                        yield self._started(superstep, cursor.step)
+                        for event in await self._run_one(superstep, cursor.step):
+                            yield event
+                    else:
+                        async for item in self._run_tasks(cursor, superstep):
+                            yield item
+                    if not superstep.done:  # paused, or a subgraph advanced one superstep
+                        return
+                    merged = await self._merge_step(cursor, superstep)
+                    change = await self._commit_step(cursor, superstep, merged)
+                    for event in merged.events:
+                        if event.type is not _NODE_START:  # (handed on as each task began)
+                            yield event
+                    if change.status is not _RUNNING:
+                        return
+                    if _breathe(cursor):
+                        await asyncio.sleep(0)
+            except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                await self._cancelled(cursor, exc)
+                raise
         except Exception:
             # A worker's drive (``leased``) that raised without committing keeps its lease
             # for the worker, which drives the run again on it or gives it back: released
@@ -158,51 +194,15 @@ class Driver(Fanout):
         if not self.released:
             await self.store.arelease(self.run_id, self.fence)
 
-    async def _loop(
-        self, record: RunRecord, max_supersteps: int | None
-    ) -> AsyncIterator[Event | Emitted]:
-        """Drive the run superstep by superstep, handing on its events as they happen."""
-        cursor = await self._cursor(record)
-        try:
-            while True:
-                superstep = self._plan(cursor)
-                if superstep.gated is not None and len(superstep.tasks) > 1:
-                    await self._hold_back(cursor, superstep)
-                reason = self._gate(cursor, superstep, record, max_supersteps)
-                if reason is not None:
-                    stop = await self._stop_before(reason, cursor, superstep, record)
-                    if stop.event is not None:
-                        yield stop.event
-                    if stop.error is not None:
-                        raise stop.error
-                    return
-                if cursor.frontier is None and self.live is None:
-                    # A linear step: no generator of its own (see _run_one).
-                    yield self._started(superstep, cursor.step)
-                    for event in await self._run_one(superstep, cursor.step):
-                        yield event
-                else:
-                    async for item in self._run_tasks(cursor, superstep):
-                        yield item
-                if not superstep.done:  # paused, or a subgraph advanced one superstep
-                    return
-                merged = await self._merge_step(cursor, superstep)
-                change = await self._commit_step(cursor, superstep, merged)
-                for event in merged.events:
-                    if event.type is not _NODE_START:  # (handed on as each task began)
-                        yield event
-                if change.status is not _RUNNING:
-                    return
-                if _breathe(cursor):
-                    await asyncio.sleep(0)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-            if not self.released:
-                where = self.change.node if self.change is not None else self.start.record.node
-                cancelled = self._event(
-                    EventType.CANCELLED, where, cursor.step, {"reason": type(exc).__name__}
-                )
-                await self._stop(Status.CANCELLED, where, cursor.step, cancelled, None)
-            raise
+    async def _cancelled(self, cursor: _Cursor, exc: BaseException) -> None:
+        """Record the drive cancelled (or interrupted) between or inside a superstep, unless
+        the run's lease is given back already."""
+        if not self.released:
+            where = self.change.node if self.change is not None else self.start.record.node
+            cancelled = self._event(
+                EventType.CANCELLED, where, cursor.step, {"reason": type(exc).__name__}
+            )
+            await self._stop(Status.CANCELLED, where, cursor.step, cancelled, None)
 
     async def _cursor(self, record: RunRecord) -> _Cursor:
         """Where the drive starts: the run's row and its frontier (one stored before
@@ -230,10 +230,10 @@ class Driver(Fanout):
         if cursor.frontier is None:
             node = cursor.node
             alone: tuple[Task, ...] = () if node == END else wf._plain_tasks[node]
-            return _Superstep(alone, node if node in wf.interrupts_before else None)
+            return _Superstep(alone, node if node in wf.interrupts_before else None, {})
         tasks = plan(wf, cursor.frontier)
         gated = next((t.node for t in tasks if t.node in wf.interrupts_before), None)
-        return _Superstep(tasks, gated)
+        return _Superstep(tasks, gated, {})
 
     async def _hold_back(self, cursor: _Cursor, superstep: _Superstep) -> None:
         """In a parallel superstep an interrupt gates: the tasks interrupts hold (the
@@ -347,8 +347,7 @@ class Driver(Fanout):
         task = superstep.tasks[0]
         node = task.node
         try:
-            call = self._call(task, step, self.state)
-            delta = call if type(call) is dict else await call
+            delta = await self._invoke(task, step, self.state, None)
         except Failure as failure:
             await self._fail(node, step, failure.error)
             raise failure.error from failure.error.__cause__
