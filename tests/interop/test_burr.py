@@ -139,7 +139,9 @@ def test_a_decision_after_the_app_moved_elsewhere_is_refused_and_audited() -> No
     assert app.state["log"] == ["plan", "refund"]  # once
 
 
-def test_the_panel_stops_between_two_actions_and_step_goes_on() -> None:
+def test_the_panel_stops_between_two_actions_and_step_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from widget_support import Recorder, run_async, until
 
     running, release = threading.Event(), threading.Event()
@@ -152,6 +154,16 @@ def test_the_panel_stops_between_two_actions_and_step_goes_on() -> None:
 
     app = refunds(0, gate=slow_plan)
     run = attach(app, halt_before=["refund"])
+    asked_to_stop = run.stop
+
+    def stop() -> None:
+        # The click cancels the panel's task, which asks Burr's stepping thread to stop
+        # once the loop delivers the cancellation: only then may plan finish (released at
+        # the click, a loaded loop let the thread start small first).
+        asked_to_stop()
+        release.set()
+
+    monkeypatch.setattr(run, "stop", stop)
 
     async def main() -> Recorder[Any]:
         fe = Recorder(run.view())
@@ -160,8 +172,7 @@ def test_the_panel_stops_between_two_actions_and_step_goes_on() -> None:
             await until(lambda: fe.customs("diagram"), what="the drawing")
             fe.click("run")
             await until(running.is_set, what="plan running")
-            fe.click("stop")
-            release.set()  # plan finishes; small, next, never starts in this drive
+            fe.click("stop")  # plan finishes; small, next, never starts in this drive
             await until(lambda: fe.view.status == "cancelled" and not fe.view.busy, what="stop")
             assert app.state["log"] == ["plan"]
             assert app.get_next_action().name == "small"
@@ -191,7 +202,7 @@ def test_attaching_again_mirrors_each_step_once_and_the_panel_approves_once() ->
         try:
             fe.hello()
             fe.click("step")
-            await until(lambda: fe.view.status == "pending" and not fe.view.busy, what="pause")
+            await fe.paused()
             digest = fe.view.pending["digest"]
             for _ in range(2):  # a double click: two messages before any reply
                 fe.click("decide", decision="approved", by="ada", digest=digest)
