@@ -244,10 +244,10 @@ class MachineView(LiveView):
                 self._controls.say(new[-1].seq, error=f"Refused and recorded: {new[-1]}")
         reload = self._reload_news()
         busy, error, notice = self._controls.news(snap.seq)
+        # One message to the browser; for a reader on another thread (a test), the state,
+        # the seq and busy come last, so whoever sees them sees the rest of the step.
         with self.hold_sync():
             self.machine_name = machine.name
-            self.state = snap.state
-            self.seq = snap.seq
             if isinstance(machine, Statechart):
                 self._refresh_chart(moved or redraw)
             elif moved or redraw:
@@ -261,9 +261,11 @@ class MachineView(LiveView):
                 self.changed = list(last.delta) if last is not None else []
             if reload is not None:
                 self.reload = reload
-            self.busy = busy
             self.error = error
             self.notice = notice
+            self.state = snap.state
+            self.seq = snap.seq
+            self.busy = busy
         if redraw and self._live and self._views:
             self._post(self._diagram())  # every open view: the one re-layout, by design
         if new and self._live:

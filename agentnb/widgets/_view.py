@@ -267,12 +267,13 @@ class RunView(LiveView):
         state = saved.state if saved is not None else None
         self._step = record.step
         moved = bool(fresh) or running != self._overlay_running
+        # The browser gets these in one message. Another thread (a test) reads them one by
+        # one as they are set, so the status and busy, which say what the rest means, come
+        # last: whoever sees the new status sees the form, state and log that go with it.
         with self.hold_sync():
-            self.status = str(record.status)
             self.node = record.node
             self.step = record.step
             self.max_steps = record.max_steps
-            self.busy = busy
             if moved:
                 self._overlay = overlay_payload(log.fold.overlay(), running)
                 self._overlay_running = running
@@ -296,6 +297,8 @@ class RunView(LiveView):
                 self.decided = decided_payload(log.recent)
             self.error = error or run_error_text(record)
             self.notice = notice
+            self.status = str(record.status)
+            self.busy = busy
         if fresh and self._live:
             self._post({"kind": "events", **self._log_news(newest)})
             self.events_sent += len(newest)
