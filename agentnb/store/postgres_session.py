@@ -219,17 +219,32 @@ class Session:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one shared-SQL statement; outside a transaction a lost connection is
-        reconnected and the statement (a read, or one atomic write) run again."""
+        reconnected and the statement (a read, or one atomic write) run again — again on
+        each new connection that is lost too (a server going down may let one in and then
+        close it), for up to ``reconnect_seconds``.
+
+        Raises:
+            Disconnected: the connection was lost inside a transaction.
+            StoreUnavailable: no connection kept long enough to run it.
+        """
         query = spell(sql)
-        try:
-            return self.conn.execute(query, tuple(params))
-        except Exception as exc:
-            if not self.lost(exc):
-                raise
-            if self.in_transaction:
-                raise Disconnected(str(exc)) from exc
-        self.reconnect()
-        return self.conn.execute(query, tuple(params))
+        deadline = time.monotonic() + self.reconnect_seconds
+        while True:
+            try:
+                return self.conn.execute(query, tuple(params))
+            except Exception as exc:
+                if not self.lost(exc):
+                    raise
+                if self.in_transaction:
+                    raise Disconnected(str(exc)) from exc
+                if time.monotonic() > deadline:
+                    raise StoreUnavailable(
+                        self.where,
+                        f"every connection was lost before it could answer for "
+                        f"{self.reconnect_seconds} s ({str(exc).strip() or type(exc).__name__})",
+                        "check that the server is up and stays up",
+                    ) from None
+            self.reconnect()
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cursor:

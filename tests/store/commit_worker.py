@@ -15,7 +15,8 @@ its connection (the first line: ``{"ready": true, "pid": PID}``):
   anything else the shared transaction.
 
 A write that raises says ``{"ok": false, "error": TYPE, "typed": IS_A_STORE_ERROR,
-"message": ...}``, and the process goes on reading commands (a retry is the next one).
+"message": ..., "where": TRACEBACK}``, and the process goes on reading commands (a retry is
+the next one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from typing import Any
 
 from agentnb import PostgresCheckpointer, Status
@@ -65,6 +67,7 @@ def answer(store: PostgresCheckpointer, fence: int | None, words: list[str]) -> 
             "error": f"{type(exc).__module__}.{type(exc).__name__}",
             "typed": isinstance(exc, StoreError),
             "message": str(exc),
+            "where": traceback.format_exc(limit=-8),  # where it escaped, for the failure
         }
 
 

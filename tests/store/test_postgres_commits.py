@@ -188,7 +188,9 @@ def _rows(dsn: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def _typed(answer: dict[str, Any]) -> None:
-    assert answer["typed"], f"an untyped error escaped: {answer['error']}: {answer['message']}"
+    assert answer["typed"], (
+        f"an untyped error escaped: {answer['error']}: {answer['message']}\n{answer['where']}"
+    )
 
 
 def _decided(dsn: str, run_id: str) -> list[tuple[Any, ...]]:
