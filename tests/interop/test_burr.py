@@ -202,7 +202,7 @@ def test_attaching_again_mirrors_each_step_once_and_the_panel_approves_once() ->
         try:
             fe.hello()
             fe.click("step")
-            await fe.paused()
+            await until(lambda: fe.view.status == "pending" and not fe.view.busy, what="pause")
             digest = fe.view.pending["digest"]
             for _ in range(2):  # a double click: two messages before any reply
                 fe.click("decide", decision="approved", by="ada", digest=digest)

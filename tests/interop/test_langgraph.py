@@ -317,7 +317,7 @@ def test_the_panel_draws_langgraphs_graph_steps_and_approves(mirror: str, tmp_pa
             fe.hello()
             await until(lambda: fe.customs("diagram"), what="the drawing")
             fe.click("step")
-            await fe.paused()
+            await until(lambda: fe.view.status == "pending" and not fe.view.busy, what="pause")
             assert fe.view.pending["node"] == "b"
             digest = fe.view.pending["digest"]
             for _ in range(2):  # a double click: two messages before any reply

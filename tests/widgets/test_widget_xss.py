@@ -37,7 +37,7 @@ def test_hostile_strings_reach_the_browser_verbatim_as_json_data(
         try:
             fe.hello()
             fe.click("step")
-            await fe.paused()
+            await until(lambda: fe.view.status == "pending" and not fe.view.busy)
             digest = fe.view.pending["digest"]
             fe.click("decide", decision="approved", by=XSS[1], comment=XSS[0], digest=digest)
             await until(lambda: fe.view.status == "completed")

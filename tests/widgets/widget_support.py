@@ -76,15 +76,6 @@ class Recorder(Generic[V]):
     def close(self) -> None:
         self.view.close()
 
-    async def paused(self) -> None:
-        """Wait until the view shows the pause whole: its status, the step ended and the
-        approval form. The relay thread sets these one after the other (the browser gets
-        them in one message), so a test reading the status alone may find no form yet."""
-        view = self.view
-        await until(
-            lambda: view.status == "pending" and not view.busy and view.pending, what="pause"
-        )
-
     def drawing(self) -> dict[str, Any]:
         """Open a browser view and wait for the one drawing it is sent."""
         self.hello()
