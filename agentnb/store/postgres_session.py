@@ -247,8 +247,19 @@ class Session:
             self.reconnect()
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(spell(sql), [tuple(r) for r in rows])
+        """Run one shared-SQL statement for each of ``rows``, in the caller's transaction
+        (retention's deletes). Not retried here: the rows are not one atomic write.
+
+        Raises:
+            Disconnected: the connection was lost; the caller runs its transaction again.
+        """
+        try:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(spell(sql), [tuple(r) for r in rows])
+        except Exception as exc:
+            if self.lost(exc):
+                raise Disconnected(str(exc)) from exc
+            raise
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run PostgreSQL SQL as it is (no rewriting)."""

@@ -694,3 +694,32 @@ def test_a_read_whose_new_connection_is_cut_too_connects_again(
     assert pg.get_run("r1").status == Status.RUNNING
     assert cuts == 0
     assert session.reconnects >= 3
+
+
+def test_a_retention_delete_cut_off_mid_transaction_is_run_again_whole(
+    pg: PostgresCheckpointer, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Deleting a run's audit sends one statement per decision (executemany) inside the
+    # deletion's transaction: a connection lost there must roll back and run it again,
+    # not escape as a raw psycopg error.
+    run = build_refund_workflow(pg).start({"requested": 1000})
+    run.run()
+    pg.decide(run.run_id, "rejected", "ada")
+    session = pg._session
+    executemany = session.executemany
+    cuts: list[int] = []
+
+    def cut_then_run(sql: str, rows: Any) -> None:
+        if not cuts:
+            cuts.append(session.conn.info.backend_pid)
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (cuts[0],))
+        executemany(sql, rows)
+
+    monkeypatch.setattr(session, "executemany", cut_then_run)
+    pruned = pg.delete_run(run.run_id, include_audit=True)
+    assert cuts
+    assert session.reconnects >= 1
+    assert (pruned.runs, pruned.audit_rows) == ((run.run_id,), 1)
+    assert pg.decisions(run.run_id) == []
+    assert run.run_id not in {r.run_id for r in pg.list_runs()}
