@@ -99,15 +99,22 @@ def interrupted_inside_a_running_loop(call: Callable[[], Coroutine[Any, Any, Non
     """``run_sync(call())`` from inside a running loop, as a kernel's cell makes it; the
     call interrupts the main thread, so the sync call must end in KeyboardInterrupt."""
 
+    import signal
+
     async def inside_loop() -> None:
         run_sync(call())
 
+    # A kernel runs a cell with Python's own SIGINT handler (ipykernel sets it); a test
+    # process may have inherited SIGINT ignored (a shell's background job does), where no
+    # interrupt would ever arrive.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     loop = asyncio.new_event_loop()  # not asyncio.run: its own SIGINT handler stays out
     try:
         with pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(inside_loop())
     finally:
         loop.close()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_an_interrupt_returns_only_once_the_cancelled_call_has_cleaned_up() -> None:
