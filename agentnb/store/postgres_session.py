@@ -19,11 +19,12 @@ made durable, and would answer for another client's transaction.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -253,18 +254,19 @@ class Session:
         Raises:
             Disconnected: the connection was lost; the caller runs its transaction again.
         """
-        try:
-            with self.conn.cursor() as cursor:
-                cursor.executemany(spell(sql), [tuple(r) for r in rows])
-        except Exception as exc:
-            if self.lost(exc):
-                raise Disconnected(str(exc)) from exc
-            raise
+        with self._lost_is_disconnected(), self.conn.cursor() as cursor:
+            cursor.executemany(spell(sql), [tuple(r) for r in rows])
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run PostgreSQL SQL as it is (no rewriting)."""
-        try:
+        with self._lost_is_disconnected():
             return self.conn.execute(sql, tuple(params))
+
+    @contextlib.contextmanager
+    def _lost_is_disconnected(self) -> Iterator[None]:
+        """Raise a lost connection as :class:`Disconnected` (what a transaction retries on)."""
+        try:
+            yield
         except Exception as exc:
             if self.lost(exc):
                 raise Disconnected(str(exc)) from exc
