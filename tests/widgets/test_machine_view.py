@@ -89,7 +89,8 @@ def test_a_button_sends_its_event_and_the_view_follows(light: MachineInstance) -
         async def main() -> None:
             await until(lambda: fe.customs("diagram"), what="the drawing")
             fe.press("timer")
-            await until(lambda: fe.view.state == "GREEN", what="the transition")
+            # Done, not only shown: the notice is said when the press's task has finished.
+            await until(lambda: fe.view.state == "GREEN" and not fe.view.busy, what="the step")
             await until(lambda: len(fe.history()) == 1, what="the history row")
 
         run_async(main)
