@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import signal
 import subprocess
 import sys
 import textwrap
@@ -99,8 +100,6 @@ def interrupted_inside_a_running_loop(call: Callable[[], Coroutine[Any, Any, Non
     """``run_sync(call())`` from inside a running loop, as a kernel's cell makes it; the
     call interrupts the main thread, so the sync call must end in KeyboardInterrupt."""
 
-    import signal
-
     async def inside_loop() -> None:
         run_sync(call())
 
@@ -122,7 +121,6 @@ def test_an_interrupt_returns_only_once_the_cancelled_call_has_cleaned_up() -> N
     # main thread while the call runs on the background loop. KeyboardInterrupt must come
     # back only after the call's own cancellation handling ran (where a run records itself
     # ``cancelled``): the cell after an interrupt reads the run's status.
-    import signal
     import threading
 
     cleaned: list[str] = []

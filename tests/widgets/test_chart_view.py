@@ -63,8 +63,9 @@ def test_sending_from_the_panel_shows_the_microsteps_and_the_timer(tmp_path: Pat
                 fe.press("start")
                 # Shown and done: a press while the first is still being processed is
                 # refused as busy (the step is shown before its task has finished).
-                shown = lambda: "on" in fe.view.state.split() and not fe.view.busy  # noqa: E731
-                await until(shown, what="the step")
+                await until(
+                    lambda: "on" in fe.view.state.split() and not fe.view.busy, what="the step"
+                )
                 fe.press("open")
                 # The state: what a refresh sets last, so the microsteps are set with it.
                 await until(lambda: "ajar" in fe.view.state.split(), what="the second")
