@@ -17,10 +17,11 @@ Settings, and why:
   instead of failing with "database is locked".
 * a bounded WAL — SQLite checkpoints the WAL into the database as it goes, but while
   readers (a panel, the CLI) keep a checkpoint from finishing, the WAL never restarts and
-  grows with every write. So every ``WAL_CHECK_EVERY`` writes, a connection whose WAL has
-  passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)`` (waiting ``WAL_WAIT_MS`` at
-  most for readers, then again after its next write), and ``journal_size_limit`` trims the
-  file when the WAL restarts.
+  grows with every write. So on its first write and every ``WAL_CHECK_EVERY`` writes after,
+  a connection whose WAL has passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)``,
+  and ``journal_size_limit`` trims the file when the WAL restarts. The checkpoint waits for
+  the readers in a transaction to finish: ``WAL_WAIT_MS`` for each ``WAL_LIMIT`` the WAL
+  has passed, ``WAL_WAIT_MAX_MS`` at most, so the further over, the longer it waits.
 * in the browser (Pyodide, ``sys.platform == "emscripten"``) the file must be on a file
   system that reports an open file's size (:func:`keeps_sizes`): the kernel's memory file
   system (``/tmp``, ``/home/pyodide``) does, and there WAL works as it does on a disk.
@@ -106,6 +107,14 @@ from the OS again (issue #13: median load 3.2 ms there, 1.1 ms with this cache).
 WAL_LIMIT = 8 * 2**20
 WAL_CHECK_EVERY = 64
 WAL_WAIT_MS = 10
+WAL_WAIT_MAX_MS = 500
+"""The longest a truncating checkpoint waits for readers, holding the write lock. A wait
+that does not grow lost to load (issue #21): with four busy processes on two cores, readers
+preempted inside their transactions outlasted a fixed 10 ms try after try, and the WAL grew
+to 4.7-7.5 MB against a 256 KiB limit; waiting longer the further over it is, the WAL
+stayed under 2.1 MB. A reader that never ends (a shell left inside a transaction) costs a
+write this much once every ``WAL_CHECK_EVERY`` writes when the WAL is 50 limits over (8 ms
+a write on average), less before: the fixed wait cost 10 ms every write once over."""
 
 UNSAVED = "Nothing of this write was saved."
 UNKNOWN = (
@@ -481,7 +490,6 @@ class SqliteCheckpointer(SqlCheckpointer):
             raise
         self._closed = False
         self._writes = 0
-        self._wal_over = False
         self._file = _file_id(self.path)
 
     def __repr__(self) -> str:
@@ -557,10 +565,11 @@ class SqliteCheckpointer(SqlCheckpointer):
         return _Transaction(self, durable and self._durable != self.synchronous)
 
     def _wrote(self) -> None:
-        """A write transaction committed: every ``WAL_CHECK_EVERY``, bound the WAL."""
-        self._writes += 1
-        if self._wal_over or self._writes % WAL_CHECK_EVERY == 0:
+        """A write transaction committed: on the first and every ``WAL_CHECK_EVERY``-th
+        after, bound the WAL."""
+        if self._writes % WAL_CHECK_EVERY == 0:
             self._bound_wal()
+        self._writes += 1
 
     def _bound_wal(self) -> None:
         """Checkpoint and truncate the WAL once it has passed ``WAL_LIMIT`` (see above)."""
@@ -568,24 +577,23 @@ class SqliteCheckpointer(SqlCheckpointer):
             size = os.path.getsize(f"{self.path}-wal")
         except OSError:  # ":memory:", or no WAL yet
             return
-        self._wal_over = size > WAL_LIMIT
-        if not self._wal_over:
+        if size <= WAL_LIMIT:
             return
-        # Busy (another connection is checkpointing, or readers outlasted busy_timeout)
-        # is a result row, not an error: the commit is safe in the WAL either way, and
-        # this connection tries again after its next write until the WAL is truncated.
-        # The checkpoint holds the write lock while it waits for readers: wait briefly.
+        # Busy (another connection is checkpointing, or readers outlasted the wait) is a
+        # result row, not an error: the commit is safe in the WAL either way, and the
+        # next check waits longer if the WAL has grown. The checkpoint holds the write
+        # lock while it waits for readers, hence the cap.
+        wait_ms = min(WAL_WAIT_MAX_MS, WAL_WAIT_MS * (size // WAL_LIMIT))
         try:
-            self._db.execute(f"PRAGMA busy_timeout={WAL_WAIT_MS}")
+            self._db.execute(f"PRAGMA busy_timeout={wait_ms}")
             try:
-                (busy, _, _), *_ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             finally:
                 self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
         except sqlite3.Error:
             # The write that got here is committed and must not look failed (an I/O
-            # error): the WAL stays over its limit, and the next write tries again.
+            # error): the WAL stays over its limit, and the next check tries again.
             return
-        self._wal_over = bool(busy)
 
     def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
         return _Reading(self)

@@ -323,8 +323,8 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
     # every write; the store's truncating checkpoint bounds it. How soon a truncation finds a
     # gap between the readers' transactions depends on scheduling (a loaded machine preempts a
     # reader mid-transaction), so the bound is measured against the same writes in the same
-    # run with nothing truncating (~44 MB), not against a fixed size (2 MB quiet, 5.4 MB seen
-    # with both cores busy).
+    # run with nothing truncating (~44 MB), not against a fixed size (1.5-2 MB here, quiet or
+    # with four busy processes on two cores).
     import threading
 
     from agentnb.store import sqlite as backend
@@ -342,7 +342,10 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
     holder.execute("COMMIT")
     holder.close()
 
+    # A limit 32 times smaller than the store's, checked 8 times as often: a check comes about
+    # every limit's worth of writes, as at the store's own sizes (64 writes of ~30 kB, 8 MiB).
     monkeypatch.setattr(backend, "WAL_LIMIT", 256 * 1024)
+    monkeypatch.setattr(backend, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "runs.sqlite3"
     with SqliteCheckpointer(path):
         pass
@@ -367,6 +370,42 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
             reader.join()
     assert restarts >= 2  # truncated again and again, not once by luck
     assert biggest < unbounded / 4, (biggest, unbounded)
+
+
+def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reader inside a transaction for 25 ms: more than the 10 ms a checkpoint waits at one
+    # limit over, less than the 200 ms it waits twenty limits over, as the WAL is here. The
+    # store's first write checks the WAL, so the check falls on the write below.
+    import threading
+
+    from agentnb.store import sqlite as backend
+
+    path = tmp_path / "runs.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    with SqliteCheckpointer(path):
+        pass  # the schema
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
+    _write_effects_watching_the_wal(path, 100)
+    wal = os.path.getsize(f"{path}-wal")
+    monkeypatch.setattr(backend, "WAL_LIMIT", wal // 20)
+
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM effects").fetchall()  # a snapshot in the WAL
+    holder.execute("COMMIT")
+    ends = threading.Timer(0.025, reader.execute, ("COMMIT",))
+    with SqliteCheckpointer(path) as store:
+        ends.start()
+        store.record_effect("k", run_id="r", step=0, node="n", name="x", result_json="1")
+        truncated = os.path.getsize(f"{path}-wal")
+        ends.join()
+        assert store.effects("r")[-1].result == 1
+    reader.close()
+    holder.close()
+    assert truncated == 0, (truncated, wal)
 
 
 def test_a_fenced_entry_is_written_only_while_its_fence_holds_a_running_lease_with_time_left(
