@@ -111,10 +111,11 @@ WAL_WAIT_MAX_MS = 500
 """The longest a truncating checkpoint waits for readers, holding the write lock. A wait
 that does not grow lost to load (issue #21): with four busy processes on two cores, readers
 preempted inside their transactions outlasted a fixed 10 ms try after try, and the WAL grew
-to 4.7-7.5 MB against a 256 KiB limit; waiting longer the further over it is, the WAL
-stayed under 2.1 MB. A reader that never ends (a shell left inside a transaction) costs a
-write this much once every ``WAL_CHECK_EVERY`` writes when the WAL is 50 limits over (8 ms
-a write on average), less before: the fixed wait cost 10 ms every write once over."""
+to 4.7-7.5 MB against a 256 KiB limit checked every 8 writes (the test's scale); waiting
+longer the further over it is, the WAL stayed under 2.1 MB. A reader that never ends (a
+shell left inside a transaction) costs a write this much once every ``WAL_CHECK_EVERY``
+writes when the WAL is 50 limits over (8 ms a write on average), less before: the fixed
+wait cost 10 ms every write once over."""
 
 UNSAVED = "Nothing of this write was saved."
 UNKNOWN = (
