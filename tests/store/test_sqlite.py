@@ -383,7 +383,7 @@ def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_l
     from agentnb.store import sqlite as backend
 
     path = tmp_path / "runs.sqlite3"
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder = sqlite3.connect(path, isolation_level=None)
     with SqliteCheckpointer(path):
         pass  # the schema
     holder.execute("BEGIN")
@@ -392,6 +392,7 @@ def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_l
     wal = os.path.getsize(f"{path}-wal")
     monkeypatch.setattr(backend, "WAL_LIMIT", wal // 20)
 
+    # The timer's thread ends the reader's transaction: the connection may be used there.
     reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM effects").fetchall()  # a snapshot in the WAL
