@@ -20,8 +20,9 @@ Settings, and why:
   grows with every write. So on its first write and every ``WAL_CHECK_EVERY`` writes after,
   a connection whose WAL has passed ``WAL_LIMIT`` bytes runs ``wal_checkpoint(TRUNCATE)``,
   and ``journal_size_limit`` trims the file when the WAL restarts. The checkpoint waits for
-  the readers in a transaction to finish: ``WAL_WAIT_MS`` for each ``WAL_LIMIT`` the WAL
-  has passed, ``WAL_WAIT_MAX_MS`` at most, so the further over, the longer it waits.
+  the readers in a transaction and another connection's checkpoint to finish:
+  ``WAL_WAIT_MS`` for each ``WAL_LIMIT`` the WAL has passed, ``WAL_WAIT_MAX_MS`` at most,
+  so the further over, the longer it waits.
 * in the browser (Pyodide, ``sys.platform == "emscripten"``) the file must be on a file
   system that reports an open file's size (:func:`keeps_sizes`): the kernel's memory file
   system (``/tmp``, ``/home/pyodide``) does, and there WAL works as it does on a disk.
@@ -106,16 +107,20 @@ appended messages: in a 2 MiB cache each load evicts the last one and reads ever
 from the OS again (issue #13: median load 3.2 ms there, 1.1 ms with this cache)."""
 WAL_LIMIT = 8 * 2**20
 WAL_CHECK_EVERY = 64
-WAL_WAIT_MS = 10
+WAL_WAIT_MS = 50
+"""How long a truncating checkpoint waits for each ``WAL_LIMIT`` the WAL has passed. A
+checkpoint of an 8 MiB WAL takes 10-25 ms here (the copy and its fsync), and waiting out
+another connection's takes as long: at 10 ms, 12 workers on one file (``bench/soak.py
+--workers 12``) took the WAL to 13-16 MiB; at 50 ms, to 9.0-9.8 MiB."""
 WAL_WAIT_MAX_MS = 500
-"""The longest a truncating checkpoint waits for readers, holding the write lock. A wait
-that does not grow lost to load (issue #21): with four busy processes on two cores, readers
-preempted inside their transactions outlasted a fixed 10 ms try after try, and the WAL grew
-to 4.7-7.5 MB against a 256 KiB limit checked every 8 writes (the test's scale); waiting
+"""The longest a truncating checkpoint waits, holding the write lock. A wait that does not
+grow lost to load (issue #21): with four busy processes on two cores, readers preempted
+inside their transactions outlasted a fixed 10 ms try after try, and the WAL grew to
+4.7-7.5 MB against a 256 KiB limit checked every 8 writes (the test's scale); waiting
 longer the further over it is, the WAL stayed under 2.1 MB. A reader that never ends (a
 shell left inside a transaction) costs a write this much once every ``WAL_CHECK_EVERY``
-writes when the WAL is 50 limits over (8 ms a write on average), less before: the fixed
-wait cost 10 ms every write once over."""
+writes from ten limits over (8 ms a write on average): 3,000 writes that took such a WAL
+to 86 MiB cost 4.6 ms each; retrying every write once over, as before, cost 10.9 ms."""
 
 UNSAVED = "Nothing of this write was saved."
 UNKNOWN = (
@@ -580,21 +585,39 @@ class SqliteCheckpointer(SqlCheckpointer):
             return
         if size <= WAL_LIMIT:
             return
-        # Busy (another connection is checkpointing, or readers outlasted the wait) is a
-        # result row, not an error: the commit is safe in the WAL either way, and the
-        # next check waits longer if the WAL has grown. The checkpoint holds the write
-        # lock while it waits for readers, hence the cap.
-        wait_ms = min(WAL_WAIT_MAX_MS, WAL_WAIT_MS * (size // WAL_LIMIT))
+        # Busy (readers outlasted the wait) is a result row, not an error: the commit is
+        # safe in the WAL either way, and the next check waits longer if the WAL has grown.
+        # The checkpoint holds the write lock while it waits for readers, hence the cap.
         try:
-            self._db.execute(f"PRAGMA busy_timeout={wait_ms}")
-            try:
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            finally:
-                self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
+            self._truncate_wal(min(WAL_WAIT_MAX_MS, WAL_WAIT_MS * (size // WAL_LIMIT)))
         except sqlite3.Error:
             # The write that got here is committed and must not look failed (an I/O
             # error): the WAL stays over its limit, and the next check tries again.
             return
+
+    def _truncate_wal(self, wait_ms: int) -> None:
+        """``wal_checkpoint(TRUNCATE)``, waiting ``wait_ms`` at most for readers, writers
+        and another connection's checkpoint.
+
+        SQLite's busy timeout covers readers and writers but not the checkpoint lock: while
+        another connection checkpoints (most often SQLite's own checkpoint after a commit)
+        the pragma answers busy at once, with -1 for the WAL's size. So that wait is here.
+        With 12 workers on one file, 70-90% of tries ended that way and the WAL reached
+        25-30 MiB against its 8 MiB limit, waiting longer or not (20-25 MiB at 50 ms);
+        waiting for the lock too, 13-16 MiB at 10 ms, 9.0-9.8 MiB at 50 ms."""
+        deadline = time.monotonic() + wait_ms / 1000
+        try:
+            while True:
+                left_ms = max(1, round((deadline - time.monotonic()) * 1000))
+                self._db.execute(f"PRAGMA busy_timeout={left_ms}")
+                (busy, wal_frames, _), *_ = self._db.execute(
+                    "PRAGMA wal_checkpoint(TRUNCATE)"
+                ).fetchall()
+                if not busy or wal_frames != -1 or time.monotonic() >= deadline:
+                    return
+                time.sleep(0.001)
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={self._timeout_ms}")
 
     def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
         return _Reading(self)

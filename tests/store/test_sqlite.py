@@ -372,12 +372,18 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
     assert biggest < unbounded / 4, (biggest, unbounded)
 
 
+@pytest.mark.parametrize(
+    ("limits_over", "reader_ms"),
+    [
+        (1, 25),  # one limit over, the checkpoint waits 50 ms: past a short reader
+        (20, 100),  # 100 ms is more than 50, less than the 500 ms twenty limits over wait
+    ],
+)
 def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limits_over: int, reader_ms: int
 ) -> None:
-    # A reader inside a transaction for 25 ms: more than the 10 ms a checkpoint waits at one
-    # limit over, less than the 200 ms it waits twenty limits over, as the WAL is here. The
-    # store's first write checks the WAL, so the check falls on the write below.
+    # A reader stays inside a transaction for reader_ms while the store writes. The store's
+    # first write checks the WAL, so the check falls on the write below.
     import threading
 
     from agentnb.store import sqlite as backend
@@ -390,14 +396,14 @@ def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_l
     holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
     _write_effects_watching_the_wal(path, 100)
     wal = os.path.getsize(f"{path}-wal")
-    monkeypatch.setattr(backend, "WAL_LIMIT", wal // 20)
+    monkeypatch.setattr(backend, "WAL_LIMIT", wal // limits_over - 1)
 
     # The timer's thread ends the reader's transaction: the connection may be used there.
     reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM effects").fetchall()  # a snapshot in the WAL
     holder.execute("COMMIT")
-    ends = threading.Timer(0.025, reader.execute, ("COMMIT",))
+    ends = threading.Timer(reader_ms / 1000, reader.execute, ("COMMIT",))
     with SqliteCheckpointer(path) as store:
         ends.start()
         store.record_effect("k", run_id="r", step=0, node="n", name="x", result_json="1")
@@ -405,6 +411,47 @@ def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_l
         ends.join()
         assert store.effects("r")[-1].result == 1
     reader.close()
+    holder.close()
+    assert truncated == 0, (truncated, wal)
+
+
+def test_a_checkpoint_waits_for_another_connections_checkpoint_to_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process holds the WAL's checkpoint lock (byte 121 of the -shm file, SQLite's
+    # WAL format) for 50 ms, as SQLite's own checkpoint after another connection's commit
+    # does: SQLite answers the store's checkpoint busy at once there, whatever the busy
+    # timeout. Forty limits over, the store waits up to 400 ms, so it outlasts the lock.
+    from agentnb.store import sqlite as backend
+
+    path = tmp_path / "runs.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    with SqliteCheckpointer(path):
+        pass  # the schema
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
+    _write_effects_watching_the_wal(path, 100)
+    holder.execute("COMMIT")  # open still, so that the WAL outlives the writer's close
+    wal = os.path.getsize(f"{path}-wal")
+    monkeypatch.setattr(backend, "WAL_LIMIT", wal // 40)
+    lock = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 121)\n"
+        "print('held', flush=True)\n"
+        "time.sleep(0.05)\n"
+    )
+    command = [sys.executable, "-c", lock, f"{path}-shm"]
+    with (
+        SqliteCheckpointer(path) as store,
+        subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as checkpointer,
+    ):
+        assert checkpointer.stdout is not None
+        assert checkpointer.stdout.readline() == "held\n"
+        store.record_effect("k", run_id="r", step=0, node="n", name="x", result_json="1")
+        truncated = os.path.getsize(f"{path}-wal")
+        assert checkpointer.wait(timeout=30) == 0
+        assert store.effects("r")[-1].result == 1
     holder.close()
     assert truncated == 0, (truncated, wal)
 
