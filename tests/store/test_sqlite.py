@@ -372,6 +372,18 @@ def test_the_wal_stays_bounded_while_readers_keep_checkpoints_from_finishing(
     assert biggest < unbounded / 4, (biggest, unbounded)
 
 
+def _a_wal_nothing_checkpointed(path: Path) -> sqlite3.Connection:
+    """A store at ``path`` with 100 writes in its WAL, none checkpointed: the connection
+    returned holds the snapshot that kept them there, inside its transaction still."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    with SqliteCheckpointer(path):
+        pass  # the schema
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
+    _write_effects_watching_the_wal(path, 100)
+    return holder
+
+
 @pytest.mark.parametrize(
     ("limits_over", "reader_ms"),
     [
@@ -389,12 +401,7 @@ def test_a_checkpoint_waits_longer_for_readers_the_further_the_wal_is_past_its_l
     from agentnb.store import sqlite as backend
 
     path = tmp_path / "runs.sqlite3"
-    holder = sqlite3.connect(path, isolation_level=None)
-    with SqliteCheckpointer(path):
-        pass  # the schema
-    holder.execute("BEGIN")
-    holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
-    _write_effects_watching_the_wal(path, 100)
+    holder = _a_wal_nothing_checkpointed(path)
     wal = os.path.getsize(f"{path}-wal")
     monkeypatch.setattr(backend, "WAL_LIMIT", wal // limits_over - 1)
 
@@ -425,12 +432,7 @@ def test_a_checkpoint_waits_for_another_connections_checkpoint_to_finish(
     from agentnb.store import sqlite as backend
 
     path = tmp_path / "runs.sqlite3"
-    holder = sqlite3.connect(path, isolation_level=None)
-    with SqliteCheckpointer(path):
-        pass  # the schema
-    holder.execute("BEGIN")
-    holder.execute("SELECT count(*) FROM effects").fetchall()  # nothing checkpoints past this
-    _write_effects_watching_the_wal(path, 100)
+    holder = _a_wal_nothing_checkpointed(path)
     holder.execute("COMMIT")  # open still, so that the WAL outlives the writer's close
     wal = os.path.getsize(f"{path}-wal")
     monkeypatch.setattr(backend, "WAL_LIMIT", wal // 40)
